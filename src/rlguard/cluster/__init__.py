@@ -1,0 +1,1 @@
+"""Cluster plane: EvalStop and base schedulers in a discrete-event GPU-cluster simulator."""

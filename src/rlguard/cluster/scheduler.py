@@ -1,0 +1,43 @@
+"""A scheduler = a base policy, optionally wrapped by a stop rule (EvalStop's shape).
+
+The wrapper only adds stop decisions on eval events; ordering, preemption and placement stay the
+base policy's. The engine (and later the live platform) talks to this one object.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rlguard.cluster.events import CONTINUE, Decision, EvalEvent
+from rlguard.cluster.policies.base import Policy
+from rlguard.cluster.stopping.base import StopRule
+from rlguard.cluster.view import ClusterView
+
+
+class Scheduler:
+    def __init__(self, policy: Policy, stop_rule: StopRule | None = None) -> None:
+        self.policy = policy
+        self.stop_rule = stop_rule
+
+    @property
+    def name(self) -> str:
+        rule = self.stop_rule.name if self.stop_rule else "none"
+        return f"{rule}({self.policy.name})"
+
+    @property
+    def preemptive(self) -> bool:
+        return self.policy.preemptive
+
+    @property
+    def tick_s(self) -> float | None:
+        return self.policy.tick_s
+
+    def priority(self, view: ClusterView) -> np.ndarray:
+        return self.policy.priority(view)
+
+    def observe(self, event: EvalEvent) -> Decision:
+        return self.stop_rule.observe(event) if self.stop_rule else CONTINUE
+
+    def job_ended(self, job_id: str) -> None:
+        if self.stop_rule:
+            self.stop_rule.forget(job_id)

@@ -1,0 +1,40 @@
+"""The stop-rule interface: observe one eval event, answer continue or stop (with a reason).
+
+A rule keeps state per job and never across jobs: its decision for a job depends only on that
+job's own eval history. `job_kinds` says which job types it watches (RLHF by default, the jobs
+that can reward-hack).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from typing import Any, ClassVar
+
+from rlguard.cluster.events import CONTINUE, Decision, EvalEvent
+
+
+class StopRule(ABC):
+    name: ClassVar[str]
+
+    def __init__(self, job_kinds: Iterable[str] = ("rlhf",)) -> None:
+        self.job_kinds = frozenset(job_kinds)
+        self._state: dict[str, Any] = {}
+
+    def observe(self, event: EvalEvent) -> Decision:
+        if event.kind not in self.job_kinds:
+            return CONTINUE
+        state = self._state.get(event.job_id)
+        if state is None:
+            state = self._state[event.job_id] = self.new_state()
+        return self.decide(state, event)
+
+    def forget(self, job_id: str) -> None:
+        """Drop a finished job's state (keeps memory flat over long simulations)."""
+        self._state.pop(job_id, None)
+
+    @abstractmethod
+    def new_state(self) -> Any: ...
+
+    @abstractmethod
+    def decide(self, state: Any, event: EvalEvent) -> Decision: ...
