@@ -41,7 +41,9 @@ class GaoCurve:
 
     def __call__(self, p: np.ndarray) -> np.ndarray:
         r_star = self.beta * self.d_star
-        raw = self.s0 + self.gain * gao_rl(self.d_max * np.asarray(p), self.alpha, self.beta) / r_star
+        raw = (
+            self.s0 + self.gain * gao_rl(self.d_max * np.asarray(p), self.alpha, self.beta) / r_star
+        )
         return np.clip(raw, 0.0, 1.0)
 
     def proxy(self, p: np.ndarray, slope: float, r0: float = 0.0) -> np.ndarray:

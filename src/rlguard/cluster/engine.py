@@ -40,7 +40,7 @@ class RunResult:
 
 
 def greedy_admit(gpus: np.ndarray, capacity: int) -> np.ndarray:
-    """Admit jobs in the given order while they fit; a job that does not fit is skipped (backfill)."""
+    """Admit jobs in order while they fit; one that does not fit is skipped (backfill)."""
     admitted = np.zeros(len(gpus), dtype=bool)
     cumulative = np.cumsum(gpus)
     head = int(np.searchsorted(cumulative, capacity, side="right"))
@@ -208,7 +208,10 @@ class Engine:
         score, loss = float(truth.observed_scores[i]), float(truth.observed_losses[i])
         if np.isnan(table.loss_first[row]):
             table.loss_first[row] = loss
-        table.loss_prev[row], table.loss_prev_exec_s[row] = table.loss_last[row], table.loss_last_exec_s[row]
+        table.loss_prev[row], table.loss_prev_exec_s[row] = (
+            table.loss_last[row],
+            table.loss_last_exec_s[row],
+        )
         table.loss_last[row], table.loss_last_exec_s[row] = loss, executed
         if score > self._best[row]:
             self._best[row], self._best_eval[row], self._best_executed[row] = score, i, executed

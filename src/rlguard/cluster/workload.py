@@ -28,20 +28,26 @@ class ScenarioConfig(BaseModel):
     load: float = Field(0.9, gt=0, description="offered load: GPU-seconds asked / GPU-seconds had")
     rlhf_fraction: float = Field(0.8, ge=0, le=1)
     hacking_fraction: float = Field(0.5, ge=0, le=1, description="share of RLHF runs that hack")
-    noise: float = Field(0.02, ge=0, description="std of Gaussian eval-score noise")
+    noise: float = Field(0.01, ge=0, description="std of Gaussian eval-score noise")
     estimate_sigma: float = Field(0.5, ge=0, description="lognormal sigma of user estimates")
-    evals_per_job: tuple[int, int] = (20, 30)
+    evals_per_job: tuple[int, int] = (10, 16)
     alpha: float = Field(0.35, gt=0, description="Gao alpha_RL (held constant across RM sizes)")
     beta: Range = (0.118, 0.175)
-    hacking_reach: Range = (1.8, 3.0)
-    healthy_reach: Range = (0.3, 0.8)
+    hacking_reach: Range = (2.5, 4.0)
+    healthy_reach: Range = (0.2, 0.6)
     start_score: Range = (0.3, 0.5)
     peak_gain: Range = (0.2, 0.4)
 
     @model_validator(mode="after")
     def _ranges_ordered(self) -> ScenarioConfig:
-        for name in ("evals_per_job", "beta", "hacking_reach", "healthy_reach", "start_score",
-                     "peak_gain"):
+        for name in (
+            "evals_per_job",
+            "beta",
+            "hacking_reach",
+            "healthy_reach",
+            "start_score",
+            "peak_gain",
+        ):
             lo, hi = getattr(self, name)
             if not 0 < lo <= hi:
                 raise ValueError(f"{name} must satisfy 0 < low <= high, got ({lo}, {hi})")

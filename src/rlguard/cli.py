@@ -1,0 +1,241 @@
+"""The `rlguard` command: one subcommand per plane.
+
+Errors a user can fix print one line (`error: ...`) and exit with code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import click
+import typer
+from pydantic import BaseModel, ValidationError
+from rich.console import Console
+from rich.table import Table
+
+from rlguard.cluster.experiments import plots
+from rlguard.cluster.experiments.report import render
+from rlguard.cluster.experiments.simulate import Grid, aggregate, run_grid
+from rlguard.cluster.experiments.sweeps import SWEEPS, parse_values, sweep
+from rlguard.cluster.registry import BASES, RULES, RuleParams
+from rlguard.cluster.workload import ScenarioConfig
+from rlguard.errors import InputError
+from rlguard.io import atomic_path, write_json, write_text
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="rlguard: RLHF post-training that keeps the reward honest.",
+)
+bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks that print JSON.")
+app.add_typer(bench_app, name="bench")
+
+STOP_RULES = [r for r in RULES if r != "none"]
+
+
+def _validated(model: type[BaseModel], **fields) -> BaseModel:  # type: ignore[no-untyped-def]
+    """Build a config; a validation failure becomes a one-line error naming the option."""
+    try:
+        return model(**fields)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = "--" + str(err["loc"][0]).replace("_", "-") if err["loc"] else "options"
+        raise InputError(f"option {loc}: {err['msg']} (got {err['input']!r})") from None
+
+
+def _names(raw: str, known: list[str], option: str) -> list[str]:
+    if raw == "all":
+        return list(known)
+    names = [n.strip() for n in raw.split(",") if n.strip()]
+    for name in names:
+        if name not in known:
+            raise InputError(
+                f"option {option}: unknown name {name!r} (choose from {', '.join(known)}, all)"
+            )
+    return names
+
+
+def _print_table(results: dict[str, dict]) -> None:
+    table = Table(title="rlguard simulate (means over seeds)")
+    columns = [
+        "precision",
+        "recall",
+        "fpr",
+        "jct_mean_h",
+        "jct_gain",
+        "p_jct",
+        "waste_gpu_h",
+        "waste_cut",
+        "p_waste",
+        "quality_regret",
+    ]
+    table.add_column("rule(base)")
+    for c in columns:
+        table.add_column(c, justify="right")
+    for name, entry in results.items():
+        cells = ["–" if entry.get(c) is None else f"{entry[c]:.3g}" for c in columns]
+        table.add_row(name, *cells)
+    Console(width=max(Console().width, 160)).print(table)
+
+
+def _write_outputs(out: Path, config: dict, results: dict, rows: list[dict]) -> None:
+    write_json(out / "results.json", {"config": config, "results": results})
+    write_text(out / "report.md", render(config, results))
+    with atomic_path(out / "jct_cdf.png") as tmp:
+        plots.jct_cdf(rows, tmp)
+    for row in rows:
+        if row.get("curves") and row["rule"] != "none":
+            with atomic_path(out / f"eval_curves_{row['rule']}.png") as tmp:
+                plots.eval_curves(row["curves"], f"{row['rule']}({row['base']})", tmp)
+
+
+@app.command()
+def simulate(
+    action: Annotated[str | None, typer.Argument(help="'sweep' to run a sweep")] = None,
+    sweep_kind: Annotated[
+        str | None, typer.Argument(help=f"sweep over: {'|'.join(SWEEPS)}")
+    ] = None,
+    scenario: Annotated[str, typer.Option(help="workload generator (sizes/arrivals)")] = "paper",
+    trace: Annotated[Path | None, typer.Option(help="replay a CSV trace (Tiresias layout)")] = None,
+    gpus: Annotated[int, typer.Option(help="cluster GPUs, nodes of 8")] = 64,
+    jobs: Annotated[int, typer.Option(help="jobs per seed (paper scenario)")] = 400,
+    load: Annotated[float, typer.Option(help="offered load (paper scenario)")] = 0.9,
+    rlhf_fraction: Annotated[float, typer.Option(help="share of RLHF jobs")] = 0.8,
+    hacking_fraction: Annotated[float, typer.Option(help="share of RLHF runs that hack")] = 0.5,
+    noise: Annotated[float, typer.Option(help="eval-score noise std")] = 0.01,
+    k: Annotated[int, typer.Option(help="EvalStop: consecutive declines")] = 3,
+    seeds: Annotated[int, typer.Option(min=1, help="workload seeds")] = 10,
+    seed_base: Annotated[int, typer.Option(help="first seed")] = 0,
+    base: Annotated[str, typer.Option(help=f"{'|'.join(BASES)}|all, or a comma list")] = "srtf-est",
+    rules: Annotated[str, typer.Option(help="stop rules (comma list) or all")] = "all",
+    values: Annotated[str | None, typer.Option(help="sweep values, comma list")] = None,
+    workers: Annotated[int | None, typer.Option(min=1, help="Ray workers; 1 = in-process")] = None,
+    address: Annotated[str | None, typer.Option(help="existing Ray cluster address")] = None,
+    out: Annotated[Path | None, typer.Option(help="write results.json, report.md, plots")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+) -> None:
+    """Simulate EvalStop and its competitors over base schedulers (or `sweep KIND`)."""
+    if action not in (None, "sweep"):
+        raise InputError(f"argument ACTION: expected 'sweep', got {action!r}")
+    if action == "sweep" and sweep_kind not in SWEEPS:
+        raise InputError(
+            f"argument SWEEP_KIND: expected one of {', '.join(SWEEPS)}, got {sweep_kind!r}"
+        )
+    if scenario != "paper":
+        raise InputError(f"option --scenario: unknown scenario {scenario!r} (choose from paper)")
+    if trace is not None and not trace.is_file():
+        raise InputError(f"{trace}: cannot read trace: no such file")
+    cfg = _validated(
+        ScenarioConfig,
+        gpus=gpus,
+        n_jobs=jobs,
+        load=load,
+        rlhf_fraction=rlhf_fraction,
+        hacking_fraction=hacking_fraction,
+        noise=noise,
+    )
+    params = _validated(RuleParams, k=k)
+    grid = Grid(
+        scenario=cfg,
+        seeds=list(range(seed_base, seed_base + seeds)),
+        bases=_names(base, list(BASES), "--base"),
+        rules=_names(rules, STOP_RULES, "--rules"),
+        params=params,
+        trace=str(trace) if trace else None,
+        keep_curves=40 if out else 0,
+    )
+    config = {
+        "scenario": scenario,
+        "trace": grid.trace,
+        **cfg.model_dump(),
+        **params.model_dump(),
+        "seeds": seeds,
+        "seed_base": seed_base,
+        "bases": list(grid.bases),
+        "rules": ["none", *grid.rules],
+    }
+    fan = {"workers": workers, "address": address}
+    if action == "sweep":
+        rows = sweep(grid, sweep_kind, parse_values(sweep_kind, values), **fan)
+        payload = {"config": config, "sweep": sweep_kind, "rows": rows}
+        if out:
+            write_json(out / f"sweep_{sweep_kind}.json", payload)
+            if sweep_kind == "noise":
+                with atomic_path(out / "detection_vs_noise.png") as tmp:
+                    plots.detection_vs_noise(rows, tmp)
+        if json_out:
+            print(json.dumps(payload))
+        return
+    started = time.perf_counter()
+    runs = run_grid(grid, **fan)
+    results = aggregate(runs)
+    config["wall_s"] = round(time.perf_counter() - started, 3)
+    if out:
+        _write_outputs(out, config, results, runs)
+    if json_out:
+        print(json.dumps({"config": config, "results": results}))
+    else:
+        _print_table(results)
+
+
+@bench_app.command("simulate")
+def bench_simulate(
+    jobs: Annotated[int, typer.Option(min=1, help="jobs to simulate")] = 20000,
+    gpus: Annotated[int, typer.Option(help="cluster GPUs, nodes of 8")] = 6400,
+    base: Annotated[str, typer.Option(help="base scheduler")] = "srtf-est",
+    rule: Annotated[str, typer.Option(help="stop rule")] = "evalstop",
+    seed: int = 0,
+) -> None:
+    """Time one simulation of a large paper-style workload; prints JSON."""
+    from rlguard.cluster.engine import Engine
+    from rlguard.cluster.scheduler import Scheduler
+    from rlguard.cluster.workload import paper_workload
+
+    _names(base, list(BASES), "--base")
+    _names(rule, list(RULES), "--rule")
+    cfg = _validated(ScenarioConfig, gpus=gpus, n_jobs=jobs)
+    t0 = time.perf_counter()
+    workload = paper_workload(cfg, seed)
+    t1 = time.perf_counter()
+    result = Engine(workload, Scheduler(BASES[base](), RULES[rule](RuleParams())), gpus=gpus).run()
+    wall = time.perf_counter() - t1
+    print(
+        json.dumps(
+            {
+                "jobs": jobs,
+                "gpus": gpus,
+                "base": base,
+                "rule": rule,
+                "seed": seed,
+                "generate_s": round(t1 - t0, 3),
+                "wall_s": round(wall, 3),
+                "jobs_per_s": round(jobs / wall, 1),
+                "events": result.events,
+                "events_per_s": round(result.events / wall, 1),
+            }
+        )
+    )
+
+
+def main() -> None:
+    """Entry point: usage and input errors become one line on stderr and exit code 2."""
+    try:
+        code = app(standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as e:
+        print(e.format_message() if hasattr(e, "format_message") else "", file=sys.stderr)
+        sys.exit(2)
+    except click.ClickException as e:
+        print(f"error: {e.format_message()}", file=sys.stderr)
+        sys.exit(2)
+    except (InputError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except click.exceptions.Abort:
+        print("error: aborted", file=sys.stderr)
+        sys.exit(130)
+    sys.exit(code or 0)

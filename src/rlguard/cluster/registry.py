@@ -1,0 +1,50 @@
+"""Names the CLI and experiments use for base schedulers and stop rules."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rlguard.cluster.policies.base import Policy
+from rlguard.cluster.policies.fifo import Fifo
+from rlguard.cluster.policies.gittins import Gittins
+from rlguard.cluster.policies.slaq import Slaq
+from rlguard.cluster.policies.srtf import SrtfEst
+from rlguard.cluster.policies.themis import Themis
+from rlguard.cluster.policies.tiresias import Tiresias
+from rlguard.cluster.stopping.base import StopRule
+from rlguard.cluster.stopping.competitors import FixedProgress, LossPlateau
+from rlguard.cluster.stopping.evalstop import EvalStop
+from rlguard.cluster.stopping.gao_trend import GaoTrend
+from rlguard.cluster.stopping.patience import EmaPatience, Patience
+
+BASES: dict[str, Callable[[], Policy]] = {
+    "fifo": Fifo,
+    "srtf-est": SrtfEst,
+    "tiresias": Tiresias,
+    "gittins": Gittins.default,
+    "slaq": Slaq,
+    "themis": Themis,
+}
+
+
+class RuleParams(BaseModel):
+    """Stop-rule knobs exposed on the command line (the rest keep their documented defaults)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    k: int = Field(3, ge=1, description="EvalStop: consecutive declines")
+    min_delta: float = Field(0.01, ge=0, description="EvalStop: smallest decline that counts")
+    warmup: int = Field(2, ge=0, description="EvalStop: evals recorded before counting")
+
+
+RULES: dict[str, Callable[[RuleParams], StopRule | None]] = {
+    "none": lambda p: None,
+    "evalstop": lambda p: EvalStop(k=p.k, min_delta=p.min_delta, warmup=p.warmup),
+    "fixed-progress": lambda p: FixedProgress(),
+    "loss-plateau": lambda p: LossPlateau(),
+    "patience": lambda p: Patience(),
+    "ema-patience": lambda p: EmaPatience(),
+    GaoTrend.name: lambda p: GaoTrend(),
+}

@@ -1,0 +1,84 @@
+"""GaoTrend, our detector: a one-sided test that the eval curve has turned over, under Gao's law.
+
+Why: EvalStop's k consecutive declines reads each noisy eval once and forgets; under noise a
+healthy run produces chance declines and a hacking run's decline is broken by chance rises.
+Gao et al. (2023) found that gold reward under RL follows R(d) = d (alpha - beta ln d) with
+d = sqrt(KL), and d grows roughly linearly with training progress p. Substituting d = c p gives
+score(p) = a0 + a1 p - a2 p ln p, which is linear in its coefficients. So at each eval we fit it
+by least squares to the whole history, estimate the noise from the residuals (no noise level is
+assumed), and stop when the fitted slope at the current progress, a1 - a2 (ln p + 1), is below
+zero at one-sided significance `alpha` (a t-test with n - 3 degrees of freedom). All evals vote,
+with their noise measured rather than guessed.
+
+Limits: the test trusts the Gao shape; a curve that is flat then collapses late (not Gao-like)
+is caught later than by a local rule. `warmup` evals are needed before the fit is trusted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats
+
+from rlguard.cluster.events import CONTINUE, Decision, EvalEvent
+from rlguard.cluster.stopping.base import StopRule
+
+
+@dataclass(slots=True)
+class _History:
+    progress: list[float] = field(default_factory=list)
+    scores: list[float] = field(default_factory=list)
+
+
+class GaoTrend(StopRule):
+    name = "gao-trend"
+
+    def __init__(
+        self, alpha: float = 0.01, warmup: int = 8, job_kinds: Iterable[str] = ("rlhf",)
+    ) -> None:
+        super().__init__(job_kinds)
+        if not 0 < alpha < 1:
+            raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+        if warmup < 4:
+            raise ValueError(
+                f"warmup must be >= 4 (three coefficients and a residual), got {warmup}"
+            )
+        self.alpha, self.warmup = alpha, warmup
+        self._t_crit: dict[int, float] = {}
+
+    def new_state(self) -> _History:
+        return _History()
+
+    def _critical(self, dof: int) -> float:
+        if dof not in self._t_crit:
+            self._t_crit[dof] = float(stats.t.ppf(1.0 - self.alpha, dof))
+        return self._t_crit[dof]
+
+    def decide(self, state: _History, event: EvalEvent) -> Decision:
+        state.progress.append(event.progress)
+        state.scores.append(event.score)
+        n = len(state.scores)
+        if n < self.warmup:
+            return CONTINUE
+        t = slope_t_statistic(np.asarray(state.progress), np.asarray(state.scores))
+        if t < -self._critical(n - 3):
+            return Decision(True, f"Gao-fit slope below zero (t={t:.2f}, alpha={self.alpha})")
+        return CONTINUE
+
+
+def slope_t_statistic(progress: np.ndarray, scores: np.ndarray) -> float:
+    """t statistic of the fitted slope of a0 + a1 p - a2 p ln p at the last progress point."""
+    design = np.column_stack([np.ones_like(progress), progress, -progress * np.log(progress)])
+    coef, *_ = np.linalg.lstsq(design, scores, rcond=None)
+    residuals = scores - design @ coef
+    dof = len(scores) - 3
+    sigma2 = float(residuals @ residuals) / dof
+    gradient = np.array([0.0, 1.0, -(np.log(progress[-1]) + 1.0)])
+    covariance = np.linalg.pinv(design.T @ design)
+    variance = float(gradient @ covariance @ gradient) * sigma2
+    slope = float(gradient @ coef)
+    if variance <= 0.0:
+        return -np.inf if slope < 0 else np.inf
+    return slope / np.sqrt(variance)
