@@ -84,11 +84,13 @@ def _print_table(results: dict[str, dict]) -> None:
 
 
 def _write_outputs(out: Path, config: dict, results: dict, rows: list[dict]) -> None:
+    """results.json, report.md and the plots (plots show the first base scheduler)."""
     write_json(out / "results.json", {"config": config, "results": results})
     write_text(out / "report.md", render(config, results))
+    first = [row for row in rows if row["base"] == config["bases"][0]]
     with atomic_path(out / "jct_cdf.png") as tmp:
-        plots.jct_cdf(rows, tmp)
-    for row in rows:
+        plots.jct_cdf(first, tmp)
+    for row in first:
         if row.get("curves") and row["rule"] != "none":
             with atomic_path(out / f"eval_curves_{row['rule']}.png") as tmp:
                 plots.eval_curves(row["curves"], f"{row['rule']}({row['base']})", tmp)

@@ -256,7 +256,11 @@ class Engine:
             candidates, budget = ordered[~self.table.running[ordered]], free
         desired = candidates[greedy_admit(self.table.gpus[candidates], budget)]
         wanted = set(desired.tolist())
-        displaced = [r for r in ordered.tolist() if r in self._running and r not in wanted]
+        displaced = (
+            [r for r in ordered.tolist() if r in self._running and r not in wanted]
+            if self.scheduler.preemptive
+            else []
+        )
         for row in displaced:
             self.nodes.release(self._placement[row])
         for row in desired.tolist():
