@@ -22,6 +22,7 @@ from rlguard.cluster.experiments.report import render
 from rlguard.cluster.experiments.simulate import Grid, aggregate, run_grid
 from rlguard.cluster.experiments.sweeps import SWEEPS, parse_values, sweep
 from rlguard.cluster.registry import BASES, RULES, RuleParams
+from rlguard.cluster.traces import read_trace
 from rlguard.cluster.workload import ScenarioConfig
 from rlguard.errors import InputError
 from rlguard.io import atomic_path, write_json, write_text
@@ -48,15 +49,15 @@ def _validated(model: type[BaseModel], **fields) -> BaseModel:  # type: ignore[n
         raise InputError(f"option {loc}: {err['msg']} (got {err['input']!r})") from None
 
 
-def _names(raw: str, known: list[str], option: str) -> list[str]:
-    if raw == "all":
+def _names(raw: str, known: list[str], option: str, allow_many: bool = True) -> list[str]:
+    """Names from `all` or a comma list (or exactly one name), each checked against `known`."""
+    if raw == "all" and allow_many:
         return list(known)
-    names = [n.strip() for n in raw.split(",") if n.strip()]
+    names = [n.strip() for n in raw.split(",") if n.strip()] if allow_many else [raw]
+    choices = ", ".join(known) + (", all" if allow_many else "")
     for name in names:
         if name not in known:
-            raise InputError(
-                f"option {option}: unknown name {name!r} (choose from {', '.join(known)}, all)"
-            )
+            raise InputError(f"option {option}: unknown name {name!r} (choose from {choices})")
     return names
 
 
@@ -130,8 +131,6 @@ def simulate(
         )
     if scenario != "paper":
         raise InputError(f"option --scenario: unknown scenario {scenario!r} (choose from paper)")
-    if trace is not None and not trace.is_file():
-        raise InputError(f"{trace}: cannot read trace: no such file")
     cfg = _validated(
         ScenarioConfig,
         gpus=gpus,
@@ -142,6 +141,8 @@ def simulate(
         noise=noise,
     )
     params = _validated(RuleParams, k=k)
+    if trace is not None:
+        read_trace(trace, cfg, seed_base, gpus=cfg.gpus)  # fail on a bad trace before any run
     grid = Grid(
         scenario=cfg,
         seeds=list(range(seed_base, seed_base + seeds)),
@@ -198,8 +199,8 @@ def bench_simulate(
     from rlguard.cluster.scheduler import Scheduler
     from rlguard.cluster.workload import paper_workload
 
-    _names(base, list(BASES), "--base")
-    _names(rule, list(RULES), "--rule")
+    _names(base, list(BASES), "--base", allow_many=False)
+    _names(rule, list(RULES), "--rule", allow_many=False)
     cfg = _validated(ScenarioConfig, gpus=gpus, n_jobs=jobs)
     t0 = time.perf_counter()
     workload = paper_workload(cfg, seed)
@@ -224,20 +225,22 @@ def bench_simulate(
     )
 
 
+# typer >= 0.20 vendors click: its usage errors derive from typer.TyperException, not click's.
+USAGE_ERRORS = (click.ClickException, getattr(typer, "TyperException", click.ClickException))
+
+
 def main() -> None:
     """Entry point: usage and input errors become one line on stderr and exit code 2."""
     try:
         code = app(standalone_mode=False)
-    except click.exceptions.NoArgsIsHelpError as e:
-        print(e.format_message() if hasattr(e, "format_message") else "", file=sys.stderr)
-        sys.exit(2)
-    except click.ClickException as e:
-        print(f"error: {e.format_message()}", file=sys.stderr)
+    except USAGE_ERRORS as e:
+        message = e.format_message() if hasattr(e, "format_message") else str(e)
+        if type(e).__name__ == "NoArgsIsHelpError":  # bare `rlguard`: show the help
+            print(message, file=sys.stderr)
+        else:
+            print(f"error: {' '.join(message.split())}", file=sys.stderr)
         sys.exit(2)
     except (InputError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
-    except click.exceptions.Abort:
-        print("error: aborted", file=sys.stderr)
-        sys.exit(130)
     sys.exit(code or 0)

@@ -113,23 +113,31 @@ class Engine:
             self._push(spec.submit_s, ARRIVAL, row)
         tick = self.scheduler.tick_s
         if tick and self.workload.specs:
-            self._push(self.workload.specs[0].submit_s + tick, TICK)
+            first = min(spec.submit_s for spec in self.workload.specs)
+            self._push(first + tick, TICK)
         heap, events, n = self._heap, 0, len(self.workload.specs)
+        # Round-based policies (tick_s set) preempt only at their rounds, as Themis's leases and
+        # Tiresias's/Gavel's rounds do; between rounds, arrivals and completions only fill free
+        # GPUs. Event-driven ones (SRTF) may preempt at every pass.
+        round_due = tick is None
         while heap:
             t, _, kind, row, epoch = heapq.heappop(heap)
-            if kind == EVAL:
-                if epoch != self._epoch[row]:
-                    continue
-                self._on_eval(t, row)
-            elif kind == ARRIVAL:
+            if kind == ARRIVAL:
                 self._on_arrival(t, row)
-            else:
+                events += 1
+            elif kind == TICK:
                 self._dirty = self._dirty or bool(self._pending)
+                round_due = True
                 if self._done < n:
                     self._push(t + tick, TICK)
-            events += 1
-            if self._dirty and (not heap or heap[0][0] > t):
-                self._schedule(t)
+                events += 1
+            elif epoch == self._epoch[row]:  # an eval not made stale by a preemption
+                self._on_eval(t, row)
+                events += 1
+            if not heap or heap[0][0] > t:  # the instant is over: one scheduling pass
+                if self._dirty:
+                    self._schedule(t, preempt=self.scheduler.preemptive and round_due)
+                round_due = tick is None
         return RunResult(
             scheduler=self.scheduler.name,
             capacity=self.nodes.capacity,
@@ -235,12 +243,13 @@ class Engine:
         self._push(t + self._duration[row] / n, EVAL, row, int(self._epoch[row]))
 
     # -- scheduling -------------------------------------------------------------------------------
-    def _schedule(self, t: float) -> None:
+    def _schedule(self, t: float, preempt: bool) -> None:
+        """One scheduling pass: start the policy's best jobs, displacing others if `preempt`."""
         self._dirty = False
         if not self._pending:
             return
         free = self.nodes.free_total
-        if self._pending_gpus <= free:
+        if self._pending_gpus <= free:  # everything fits: any work-conserving policy runs all
             for row in sorted(self._pending, key=lambda r: (self.table.submit_s[r], r)):
                 placement = self.nodes.place(int(self.table.gpus[row]))
                 if placement is not None:
@@ -250,24 +259,19 @@ class Engine:
         view = ClusterView(self.table, rows, t, self.nodes.capacity)
         keys = self.scheduler.priority(view)
         ordered = rows[np.lexsort((rows, view.submit_s, keys))]
-        if self.scheduler.preemptive:
-            candidates, budget = ordered, self.nodes.capacity
+        running = self.table.running[ordered]
+        if preempt:
+            admitted = greedy_admit(self.table.gpus[ordered], self.nodes.capacity)
+            desired, displaced = ordered[admitted & ~running], ordered[~admitted & running].tolist()
         else:
-            candidates, budget = ordered[~self.table.running[ordered]], free
-        desired = candidates[greedy_admit(self.table.gpus[candidates], budget)]
-        wanted = set(desired.tolist())
-        displaced = (
-            [r for r in ordered.tolist() if r in self._running and r not in wanted]
-            if self.scheduler.preemptive
-            else []
-        )
+            waiting = ordered[~running]
+            desired, displaced = waiting[greedy_admit(self.table.gpus[waiting], free)], []
         for row in displaced:
             self.nodes.release(self._placement[row])
         for row in desired.tolist():
-            if row in self._pending:
-                placement = self.nodes.place(int(self.table.gpus[row]))
-                if placement is not None:
-                    self._start(t, row, placement)
+            placement = self.nodes.place(int(self.table.gpus[row]))
+            if placement is not None:
+                self._start(t, row, placement)
         for row in displaced:  # undo a preemption whose GPUs no start could use
             if self.nodes.fits_back(self._placement[row]):
                 self.nodes.take(self._placement[row])

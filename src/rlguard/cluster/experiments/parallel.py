@@ -18,13 +18,14 @@ R = TypeVar("R")
 
 
 def _progress(description: str, quiet: bool) -> Progress:
+    console = Console(stderr=True)
     return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=Console(stderr=True),
-        disable=quiet,
+        console=console,
+        disable=quiet or not console.is_terminal,
         transient=True,
     )
 
