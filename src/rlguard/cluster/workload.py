@@ -6,7 +6,7 @@ Every modelling choice here is documented, with its source or reasoning, in docs
 from __future__ import annotations
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from rlguard.cluster.curves import GaoCurve, SaturatingCurve
 from rlguard.cluster.jobs import JobKind, JobSpec, JobTruth, Workload
@@ -37,6 +37,13 @@ class ScenarioConfig(BaseModel):
     healthy_reach: Range = (0.2, 0.6)
     start_score: Range = (0.3, 0.5)
     peak_gain: Range = (0.2, 0.4)
+
+    @field_validator("gpus")
+    @classmethod
+    def _whole_nodes(cls, gpus: int) -> int:
+        if gpus > 8 and gpus % 8:
+            raise ValueError("must be a multiple of 8 (nodes of 8 GPUs)")
+        return gpus
 
     @model_validator(mode="after")
     def _ranges_ordered(self) -> ScenarioConfig:

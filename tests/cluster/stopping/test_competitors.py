@@ -2,36 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-
 import pytest
+from stop_events import events, first_stop, interleaved_stops
 
 from rlguard.cluster.events import EvalEvent
 from rlguard.cluster.stopping.base import StopRule
 from rlguard.cluster.stopping.competitors import FixedProgress, LossPlateau
 from rlguard.cluster.stopping.evalstop import EvalStop
-
-
-def events(
-    scores: Sequence[float] | None = None,
-    losses: Sequence[float] | None = None,
-    *,
-    n_evals: int | None = None,
-    job_id: str = "j",
-    kind: str = "rlhf",
-) -> list[EvalEvent]:
-    """Eval events 1..len; progress = step / n_evals (n_evals defaults to the length)."""
-    length = len(scores if scores is not None else losses or [])
-    scores = scores if scores is not None else [0.5] * length
-    losses = losses if losses is not None else [1.0] * length
-    n = n_evals or length
-    pairs = enumerate(zip(scores, losses, strict=True))
-    return [EvalEvent(job_id, kind, i + 1, (i + 1) / n, s, loss) for i, (s, loss) in pairs]
-
-
-def first_stop(rule: StopRule, evs: Iterable[EvalEvent]) -> int | None:
-    """The step of the first eval the rule stops on (None: it never does)."""
-    return next((ev.step for ev in evs if rule.observe(ev).stop), None)
 
 
 # -- FixedProgress ---------------------------------------------------------------------------------
@@ -99,12 +76,7 @@ def test_fixed_progress_jobs_are_independent_when_interleaved() -> None:
     a = events([0.4, 0.3], n_evals=4, job_id="a")  # check at step 2: no new best
     b = events([0.1, 0.2], n_evals=4, job_id="b")  # check at step 2: new best
     rule = FixedProgress()
-    stops = [
-        (ev.job_id, ev.step)
-        for pair in zip(a, b, strict=True)
-        for ev in pair
-        if rule.observe(ev).stop
-    ]
+    stops = interleaved_stops(rule, a, b)
     assert stops == [("a", 2)]
 
 

@@ -2,23 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-
 import pytest
+from stop_events import events, first_stop, interleaved_stops
 
-from rlguard.cluster.events import EvalEvent
-from rlguard.cluster.stopping.base import StopRule
 from rlguard.cluster.stopping.evalstop import EvalStop
-
-
-def events(scores: Sequence[float], *, job_id: str = "j", kind: str = "rlhf") -> list[EvalEvent]:
-    n = len(scores)
-    return [EvalEvent(job_id, kind, i + 1, (i + 1) / n, s, 1.0) for i, s in enumerate(scores)]
-
-
-def first_stop(rule: StopRule, evs: Iterable[EvalEvent]) -> int | None:
-    """The step of the first eval the rule stops on (None: it never does)."""
-    return next((ev.step for ev in evs if rule.observe(ev).stop), None)
 
 
 def test_name_and_defaults() -> None:
@@ -94,12 +81,7 @@ def test_interleaved_job_stops_on_its_own_declines_only() -> None:
     a = events([0.9, 0.8, 0.7], job_id="a")
     b = events([0.1, 0.2, 0.3], job_id="b")
     rule = EvalStop(k=2, warmup=0)
-    stops = [
-        (ev.job_id, ev.step)
-        for pair in zip(a, b, strict=True)
-        for ev in pair
-        if rule.observe(ev).stop
-    ]
+    stops = interleaved_stops(rule, a, b)
     assert stops == [("a", 3)]
 
 

@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-
 import numpy as np
 import pytest
+from stop_events import events, first_stop
 
-from rlguard.cluster.events import EvalEvent
-from rlguard.cluster.stopping.base import StopRule
 from rlguard.cluster.stopping.patience import EmaPatience, Patience
-
-
-def events(scores: Sequence[float], *, job_id: str = "j", kind: str = "rlhf") -> list[EvalEvent]:
-    n = len(scores)
-    return [EvalEvent(job_id, kind, i + 1, (i + 1) / n, s, 1.0) for i, s in enumerate(scores)]
-
-
-def first_stop(rule: StopRule, evs: Iterable[EvalEvent]) -> int | None:
-    """The step of the first eval the rule stops on (None: it never does)."""
-    return next((ev.step for ev in evs if rule.observe(ev).stop), None)
 
 
 def test_names_and_defaults() -> None:

@@ -76,7 +76,13 @@ def _fan_out_ray(fn, items, workers, address, bar, task):  # type: ignore[no-unt
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:
-                results[pending.pop(ref)] = ray.get(ref)
+                try:
+                    results[pending.pop(ref)] = ray.get(ref)
+                except ray.exceptions.RayTaskError as e:  # surface the task's own error
+                    cause = getattr(e, "cause", None)
+                    if isinstance(cause, Exception):
+                        raise cause from None
+                    raise
                 bar.advance(task)
         return results
     finally:
