@@ -107,6 +107,6 @@ class ClusterView:
 
     @cached_property
     def loss_interval_s(self) -> np.ndarray:
-        """Executed time between the last two loss observations (0 when fewer than two)."""
+        """Executed time between the last two loss observations (meaningful from two on)."""
         t = self._table
         return t.loss_last_exec_s[self.rows] - t.loss_prev_exec_s[self.rows]
