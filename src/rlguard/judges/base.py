@@ -52,7 +52,10 @@ class Judge(ABC):
     ) -> list[Verdict]:
         """Verdicts with reasons, in input order. The default checks samples one at a time."""
         _check_lengths(prompts, completions, metadata)
-        return [self._safe_check(p, c, m) for p, c, m in zip(prompts, completions, metadata)]
+        return [
+            self._safe_check(p, c, m)
+            for p, c, m in zip(prompts, completions, metadata, strict=True)
+        ]
 
     def check(self, prompt: str, completion: str, metadata: Metadata) -> Verdict:
         raise NotImplementedError(f"{type(self).__name__} implements neither check nor evaluate")

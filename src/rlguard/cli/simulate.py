@@ -1,22 +1,17 @@
-"""The `rlguard` command: one subcommand per plane.
-
-Errors a user can fix print one line (`error: ...`) and exit with code 2, never a traceback.
-"""
+"""`rlguard simulate` and `rlguard bench simulate`: the cluster plane's commands."""
 
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Annotated
 
-import click
 import typer
-from pydantic import BaseModel, ValidationError
 from rich.console import Console
 from rich.table import Table
 
+from rlguard.cli.options import names, validated
 from rlguard.cluster.experiments import plots
 from rlguard.cluster.experiments.report import render
 from rlguard.cluster.experiments.simulate import Grid, aggregate, run_grid
@@ -27,38 +22,7 @@ from rlguard.cluster.workload import ScenarioConfig
 from rlguard.errors import InputError
 from rlguard.io import atomic_path, write_json, write_text
 
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    help="rlguard: RLHF post-training that keeps the reward honest.",
-)
-bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks that print JSON.")
-app.add_typer(bench_app, name="bench")
-
 STOP_RULES = [r for r in RULES if r != "none"]
-
-
-def _validated(model: type[BaseModel], **fields) -> BaseModel:  # type: ignore[no-untyped-def]
-    """Build a config; a validation failure becomes a one-line error naming the option."""
-    try:
-        return model(**fields)
-    except ValidationError as e:
-        err = e.errors()[0]
-        loc = "--" + str(err["loc"][0]).replace("_", "-") if err["loc"] else "options"
-        raise InputError(f"option {loc}: {err['msg']} (got {err['input']!r})") from None
-
-
-def _names(raw: str, known: list[str], option: str, allow_many: bool = True) -> list[str]:
-    """Names from `all` or a comma list (or exactly one name), each checked against `known`."""
-    if raw == "all" and allow_many:
-        return list(known)
-    names = [n.strip() for n in raw.split(",") if n.strip()] if allow_many else [raw]
-    choices = ", ".join(known) + (", all" if allow_many else "")
-    for name in names:
-        if name not in known:
-            raise InputError(f"option {option}: unknown name {name!r} (choose from {choices})")
-    return names
 
 
 def _print_table(results: dict[str, dict]) -> None:
@@ -97,7 +61,6 @@ def _write_outputs(out: Path, config: dict, results: dict, rows: list[dict]) -> 
                 plots.eval_curves(row["curves"], f"{row['rule']}({row['base']})", tmp)
 
 
-@app.command()
 def simulate(
     action: Annotated[str | None, typer.Argument(help="'sweep' to run a sweep")] = None,
     sweep_kind: Annotated[
@@ -131,7 +94,7 @@ def simulate(
         )
     if scenario != "paper":
         raise InputError(f"option --scenario: unknown scenario {scenario!r} (choose from paper)")
-    cfg = _validated(
+    cfg = validated(
         ScenarioConfig,
         gpus=gpus,
         n_jobs=jobs,
@@ -140,14 +103,14 @@ def simulate(
         hacking_fraction=hacking_fraction,
         noise=noise,
     )
-    params = _validated(RuleParams, k=k)
+    params = validated(RuleParams, k=k)
     if trace is not None:
         read_trace(trace, cfg, seed_base, gpus=cfg.gpus)  # fail on a bad trace before any run
     grid = Grid(
         scenario=cfg,
         seeds=list(range(seed_base, seed_base + seeds)),
-        bases=_names(base, list(BASES), "--base"),
-        rules=_names(rules, STOP_RULES, "--rules"),
+        bases=names(base, list(BASES), "--base"),
+        rules=names(rules, STOP_RULES, "--rules"),
         params=params,
         trace=str(trace) if trace else None,
         keep_curves=40 if out else 0,
@@ -186,7 +149,6 @@ def simulate(
         _print_table(results)
 
 
-@bench_app.command("simulate")
 def bench_simulate(
     jobs: Annotated[int, typer.Option(min=1, help="jobs to simulate")] = 20000,
     gpus: Annotated[int, typer.Option(help="cluster GPUs, nodes of 8")] = 6400,
@@ -199,9 +161,9 @@ def bench_simulate(
     from rlguard.cluster.scheduler import Scheduler
     from rlguard.cluster.workload import paper_workload
 
-    _names(base, list(BASES), "--base", allow_many=False)
-    _names(rule, list(RULES), "--rule", allow_many=False)
-    cfg = _validated(ScenarioConfig, gpus=gpus, n_jobs=jobs)
+    names(base, list(BASES), "--base", allow_many=False)
+    names(rule, list(RULES), "--rule", allow_many=False)
+    cfg = validated(ScenarioConfig, gpus=gpus, n_jobs=jobs)
     t0 = time.perf_counter()
     workload = paper_workload(cfg, seed)
     t1 = time.perf_counter()
@@ -223,24 +185,3 @@ def bench_simulate(
             }
         )
     )
-
-
-# typer >= 0.20 vendors click: its usage errors derive from typer.TyperException, not click's.
-USAGE_ERRORS = (click.ClickException, getattr(typer, "TyperException", click.ClickException))
-
-
-def main() -> None:
-    """Entry point: usage and input errors become one line on stderr and exit code 2."""
-    try:
-        code = app(standalone_mode=False)
-    except USAGE_ERRORS as e:
-        message = e.format_message() if hasattr(e, "format_message") else str(e)
-        if type(e).__name__ == "NoArgsIsHelpError":  # bare `rlguard`: show the help
-            print(message, file=sys.stderr)
-        else:
-            print(f"error: {' '.join(message.split())}", file=sys.stderr)
-        sys.exit(2)
-    except (InputError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
-    sys.exit(code or 0)

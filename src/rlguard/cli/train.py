@@ -1,0 +1,65 @@
+"""`rlguard train CONFIG.yaml`: one command for every stage of the paper's pipeline.
+
+The YAML's `stage` picks it: `sft`, `reward` (Bradley-Terry reward model), `dpo` (offline warm-up)
+or `cgpo` (the default: constrained multi-task RLHF).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from rlguard.cli.options import names
+from rlguard.errors import InputError
+
+STAGES = ("sft", "reward", "dpo", "cgpo")
+
+
+def train(
+    config: Annotated[Path, typer.Argument(help="YAML config (see docs/train.md)")],
+    stop_rule: Annotated[
+        str, typer.Option(help="cgpo: stop on falling eval scores (a cluster stop rule), or none")
+    ] = "none",
+    progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
+) -> None:
+    """Train one stage (sft, reward, dpo or cgpo) from a YAML config; resumes if interrupted."""
+    from rlguard.cluster.registry import RULES, RuleParams
+    from rlguard.train.config import CGPOConfig, load_yaml, parse_config
+    from rlguard.train.offline import (
+        DPOConfig,
+        RewardModelConfig,
+        SFTConfig,
+        run_dpo,
+        run_reward_model,
+        run_sft,
+    )
+
+    raw = load_yaml(config)
+    stage = raw.pop("stage", "cgpo")
+    if stage not in STAGES:
+        raise InputError(
+            f"{config}: stage: unknown stage {stage!r} (choose from {', '.join(STAGES)})"
+        )
+    rule = RULES[names(stop_rule, list(RULES), "--stop-rule", allow_many=False)[0]](RuleParams())
+    if stage == "cgpo":
+        from rlguard.cluster.events import EvalEvent
+        from rlguard.train.trainer import CGPOTrainer
+
+        cfg = parse_config(CGPOConfig, raw, config)
+        hooks = []
+        if rule is not None:
+            hooks.append(lambda event: rule.observe(EvalEvent(**event)).reason or None)
+        summary = CGPOTrainer(cfg, eval_hooks=hooks, progress=progress).train()
+        print(json.dumps(summary))
+        return
+    runners = {
+        "sft": (SFTConfig, run_sft),
+        "reward": (RewardModelConfig, run_reward_model),
+        "dpo": (DPOConfig, run_dpo),
+    }
+    model, run = runners[stage]
+    final = run(parse_config(model, {**raw, "stage": stage}, config))
+    print(json.dumps({"stage": stage, "model": str(final)}))

@@ -1,0 +1,66 @@
+"""IFEval's length_constraints family: words, sentences and paragraphs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rlguard.judges.instructions.args import BadKwargs, count, text, threshold
+from rlguard.judges.instructions.text import (
+    blank_line_paragraphs,
+    count_sentences,
+    count_words,
+    split_on,
+)
+
+_FIRST_WORD_STOPS = ".,?!'\""
+
+
+def number_words(response: str, *, num_words: Any, relation: Any) -> str | None:
+    need = threshold(relation, num_words, "relation", "num_words")
+    words = count_words(response)
+    return None if need.holds(words) else f"{words} words, needs {need}"
+
+
+def number_sentences(response: str, *, num_sentences: Any, relation: Any) -> str | None:
+    need = threshold(relation, num_sentences, "relation", "num_sentences")
+    sentences = count_sentences(response)
+    return None if need.holds(sentences) else f"{sentences} sentences, needs {need}"
+
+
+def number_paragraphs(response: str, *, num_paragraphs: Any) -> str | None:
+    """Exactly `num_paragraphs` paragraphs separated by the markdown divider ***."""
+    wanted = count(num_paragraphs, "num_paragraphs")
+    paragraphs = split_on(response, r"\s?\*\*\*\s?")
+    if any(not p.strip() for p in paragraphs):
+        return "an empty paragraph between *** dividers"
+    if len(paragraphs) != wanted:
+        return f"{len(paragraphs)} paragraphs separated by ***, needs exactly {wanted}"
+    return None
+
+
+def nth_paragraph_first_word(
+    response: str, *, num_paragraphs: Any, nth_paragraph: Any, first_word: Any
+) -> str | None:
+    r"""Exactly `num_paragraphs` paragraphs split by "\n\n", the nth starting with `first_word`.
+
+    The first word is the paragraph's first whitespace token, lowercased, leading quotes dropped,
+    cut at the first punctuation mark (IFEval's rule, so "**Summary**" is not "summary").
+    """
+    wanted = count(num_paragraphs, "num_paragraphs", minimum=1)
+    nth = count(nth_paragraph, "nth_paragraph", minimum=1)
+    word = text(first_word, "first_word").lower()
+    if nth > wanted:
+        raise BadKwargs(f"nth_paragraph {nth} exceeds num_paragraphs {wanted}")
+    paragraphs = blank_line_paragraphs(response)
+    if len(paragraphs) != wanted:
+        return f"{len(paragraphs)} paragraphs separated by blank lines, needs exactly {wanted}"
+    actual = _first_word(paragraphs[nth - 1])
+    return None if actual == word else f"paragraph {nth} starts with {actual!r}, needs {word!r}"
+
+
+def _first_word(paragraph: str) -> str:
+    token = paragraph.split()[0].lstrip("'").lstrip('"')
+    for i, char in enumerate(token):
+        if char in _FIRST_WORD_STOPS:
+            return token[:i].lower()
+    return token.lower()

@@ -1,0 +1,60 @@
+"""Judges by name, for the CLI and for task configs.
+
+`math`, `code` and `instructions` need nothing but the sample's metadata; the LLM judges
+(`false_refusal`, `factuality`, `safety`) need a classifier: a local HF model or an
+OpenAI-compatible endpoint that returns logprobs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from rlguard.judges.base import Judge
+from rlguard.judges.code import CodeJudge
+from rlguard.judges.instructions import InstructionJudge
+from rlguard.judges.math import MathJudge
+
+RULE_JUDGES: dict[str, Callable[[], Judge]] = {
+    "math": MathJudge,
+    "code": CodeJudge,
+    "instructions": InstructionJudge,
+}
+LLM_JUDGES = ("false_refusal", "factuality", "safety")
+JUDGE_NAMES = (*RULE_JUDGES, *LLM_JUDGES)
+
+
+class JudgeSpec(BaseModel):
+    """A judge by name; LLM judges also name their classifier (`model` or `endpoint`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    model: str | None = Field(None, description="local HF causal LM (path) for an LLM judge")
+    endpoint: str | None = Field(None, description="OpenAI-compatible base URL for an LLM judge")
+    endpoint_model: str | None = Field(None, description="model name the endpoint serves")
+    api_key_env: str = Field("OPENAI_API_KEY", description="env var holding the endpoint's key")
+    threshold: float = Field(0.5, gt=0, lt=1, description="p(positive) needed to pass")
+
+    @model_validator(mode="after")
+    def _check(self) -> JudgeSpec:
+        if self.name not in JUDGE_NAMES:
+            raise ValueError(f"unknown judge {self.name!r} (choose from {', '.join(JUDGE_NAMES)})")
+        if self.name in LLM_JUDGES and (self.model is None) == (self.endpoint is None):
+            raise ValueError(f"LLM judge {self.name!r} needs exactly one of model or endpoint")
+        if self.endpoint is not None and self.endpoint_model is None:
+            raise ValueError(f"LLM judge {self.name!r}: endpoint needs endpoint_model")
+        return self
+
+
+def build_judge(spec: JudgeSpec) -> Judge:
+    if spec.name in RULE_JUDGES:
+        return RULE_JUDGES[spec.name]()
+    from rlguard.judges.llm import HFBackend, LLMJudge, OpenAIBackend
+
+    if spec.model is not None:
+        backend = HFBackend.from_pretrained(spec.model)
+    else:
+        backend = OpenAIBackend(spec.endpoint, spec.endpoint_model, api_key_env=spec.api_key_env)
+    return LLMJudge.from_template(spec.name, backend, threshold=spec.threshold)

@@ -1,0 +1,97 @@
+"""Resumable checkpoints: weights in safetensors, optimizer state, and the loop's own state.
+
+A checkpoint directory is written under a temporary name and renamed into place, so an interrupted
+save leaves the previous checkpoint intact and never a half-written one. With LoRA only the adapter
+is saved (the base weights never change).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+from peft import PeftModel, get_peft_model_state_dict, set_peft_model_state_dict
+from safetensors.torch import load_file, load_model, save_file, save_model
+from torch import nn
+
+from rlguard.io import write_json
+
+STEP_DIR = re.compile(r"^step-(\d+)$")
+
+
+def _save_weights(model: nn.Module, path: Path) -> None:
+    if isinstance(model, PeftModel):
+        save_file(get_peft_model_state_dict(model), str(path))
+    else:
+        save_model(model, str(path))  # handles tied weights (embeddings shared with the LM head)
+
+
+def _load_weights(model: nn.Module, path: Path) -> None:
+    if isinstance(model, PeftModel):
+        set_peft_model_state_dict(model, load_file(str(path)))
+    else:
+        load_model(model, str(path))
+
+
+def replace_dir(tmp: Path, final: Path) -> None:
+    """Move a finished directory into place; the old one is removed only after the new one is
+    complete."""
+    if final.exists():
+        old = final.with_name(f".old-{final.name}")
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(final, old)
+        os.replace(tmp, final)
+        shutil.rmtree(old)
+    else:
+        os.replace(tmp, final)
+
+
+def save_checkpoint(
+    root: Path,
+    step: int,
+    models: dict[str, nn.Module],
+    optimizer: torch.optim.Optimizer,
+    state: dict[str, Any],
+) -> Path:
+    final = root / f"step-{step:06d}"
+    tmp = root / f".tmp-step-{step:06d}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for name, model in models.items():
+        _save_weights(model, tmp / f"{name}.safetensors")
+    torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
+    write_json(tmp / "trainer_state.json", {"step": step, **state})
+    replace_dir(tmp, final)
+    return final
+
+
+def checkpoints(root: Path) -> list[tuple[int, Path]]:
+    """Complete checkpoints, oldest first."""
+    if not root.is_dir():
+        return []
+    found = [
+        (int(m.group(1)), p)
+        for p in root.iterdir()
+        if (m := STEP_DIR.match(p.name)) and (p / "trainer_state.json").is_file()
+    ]
+    return sorted(found)
+
+
+def load_checkpoint(
+    path: Path, models: dict[str, nn.Module], optimizer: torch.optim.Optimizer
+) -> dict[str, Any]:
+    for name, model in models.items():
+        _load_weights(model, path / f"{name}.safetensors")
+    optimizer.load_state_dict(torch.load(path / "optimizer.pt", weights_only=True))
+    return json.loads((path / "trainer_state.json").read_text())
+
+
+def rotate(root: Path, keep: int) -> None:
+    """Delete all but the newest `keep` checkpoints (the best model lives apart, in best/)."""
+    for _, path in checkpoints(root)[:-keep]:
+        shutil.rmtree(path)

@@ -1,0 +1,168 @@
+"""Training configs (TRL's shape: one config object per trainer), loaded from YAML.
+
+A config error is one line naming the field path (`tasks.0.kl_max: ...`), never a traceback.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from rlguard.errors import InputError
+from rlguard.judges.registry import JudgeSpec
+
+ConfigT = TypeVar("ConfigT", bound=BaseModel)
+Optimizer = Literal["crpg", "crraft", "codpo", "grpo", "ppo"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LoraSpec(Strict):
+    """peft LoRA on the policy; the reference is then the base model with adapters disabled."""
+
+    r: int = Field(8, ge=1)
+    alpha: int = Field(16, ge=1)
+    dropout: float = Field(0.0, ge=0, lt=1)
+    target_modules: list[str] | str = "all-linear"
+
+
+class ModelSpec(Strict):
+    """An HF causal LM: a local path (weights and tokenizer), or an HF config plus a tokenizer."""
+
+    path: str | None = None
+    config: dict[str, Any] | None = Field(None, description="HF config kwargs incl. model_type")
+    tokenizer: str | None = Field(None, description="tokenizer path (default: path)")
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ModelSpec:
+        if (self.path is None) == (self.config is None):
+            raise ValueError("give exactly one of path or config")
+        if self.path is None and self.tokenizer is None:
+            raise ValueError("a model built from config needs a tokenizer path")
+        return self
+
+
+class RewardSpec(Strict):
+    """A reward model: an HF sequence classifier (path) or a Python callable 'module:function'
+    (or 'file.py:function') taking (prompts, completions) and returning floats."""
+
+    model: str | None = None
+    function: str | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> RewardSpec:
+        if (self.model is None) == (self.function is None):
+            raise ValueError("give exactly one of model or function")
+        return self
+
+
+class TaskConfig(Strict):
+    """One task of CGPO's Algorithm 2: its prompts, reward model, judges, optimizer and weight."""
+
+    name: str
+    prompts: str = Field(description="JSONL of {prompt, metadata, reference?}, or a local dataset")
+    eval_prompts: str | None = Field(None, description="held-out prompts for evaluation")
+    split: str = Field("train", description="split, when prompts is an HF datasets directory")
+    reward: RewardSpec
+    judges: list[JudgeSpec] = Field(default_factory=list)
+    optimizer: Optimizer = "crpg"
+    weight: float = Field(1.0, ge=0, description="rho: this task's share of each policy step")
+    k: int = Field(4, ge=1, description="samples per prompt")
+    batch_size: int = Field(4, ge=1, description="prompts per step")
+    kl_max: float = Field(math.inf, description="KL threshold (sequence log-ratio) of CRPG/CRRAFT")
+    beta: float = Field(0.1, ge=0, description="CODPO/DPO temperature; GRPO KL coefficient")
+    lam: float = Field(0.0, ge=0, description="CODPO weight of the chosen log-likelihood")
+    clip_eps: float = Field(0.2, gt=0, description="PPO/GRPO ratio clipping")
+    kl_coef: float = Field(0.05, ge=0, description="PPO per-token KL penalty")
+    gamma: float = Field(1.0, gt=0, le=1, description="PPO discount")
+    gae_lambda: float = Field(0.95, ge=0, le=1, description="PPO GAE lambda")
+    vf_coef: float = Field(0.5, ge=0, description="PPO value-loss weight")
+    baseline: Literal["dataset", "reference"] = Field(
+        "dataset", description="a_bar: the row's 'reference' answer, or a reference-model sample"
+    )
+    max_new_tokens: int = Field(64, ge=1)
+    temperature: float = Field(1.0, gt=0)
+
+    @field_validator("judges", mode="before")
+    @classmethod
+    def _names_to_specs(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [{"name": v} if isinstance(v, str) else v for v in value]
+        return value
+
+    @field_validator("kl_max")
+    @classmethod
+    def _positive(cls, value: float) -> float:
+        if not value > 0:
+            raise ValueError(f"KL_max must be > 0, got {value}")
+        return value
+
+
+class CGPOConfig(Strict):
+    """A CGPO run: policy, reference, tasks and the loop's schedule."""
+
+    output_dir: str
+    policy: ModelSpec
+    reference: ModelSpec | None = Field(None, description="default: a frozen copy of the policy")
+    lora: LoraSpec | None = None
+    tasks: list[TaskConfig]
+    steps: int = Field(100, ge=1)
+    learning_rate: float = Field(1e-5, gt=0)
+    max_grad_norm: float = Field(1.0, gt=0)
+    eval_every: int = Field(10, ge=1)
+    eval_prompts: int = Field(32, ge=1, description="eval prompts per task")
+    eval_temperature: float = Field(
+        0.0, ge=0, description="0 = greedy; > 0 samples (with a fixed seed per evaluation)"
+    )
+    save_every: int = Field(10, ge=1)
+    keep_checkpoints: int = Field(2, ge=1, description="latest checkpoints kept (plus the best)")
+    seed: int = 0
+    tensorboard: bool = True
+    run_name: str | None = None
+
+    @model_validator(mode="after")
+    def _tasks(self) -> CGPOConfig:
+        if not self.tasks:
+            raise ValueError("at least one task is needed")
+        names = [t.name for t in self.tasks]
+        if len(set(names)) != len(names):
+            raise ValueError(f"task names repeat: {names}")
+        if sum(t.weight for t in self.tasks) <= 0:
+            raise ValueError("all task weights are zero")
+        return self
+
+
+def validation_message(error: ValidationError) -> str:
+    """The first error as `field.path: message (got value)`."""
+    err = error.errors()[0]
+    where = ".".join(str(p) for p in err["loc"]) or "config"
+    message = err["msg"].removeprefix("Value error, ")
+    shown = err["type"] != "missing" and not isinstance(err["input"], dict | list)
+    got = f" (got {err['input']!r:.80})" if shown else ""
+    return f"{where}: {message}{got}"
+
+
+def load_yaml(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise InputError(f"{path}: not valid YAML ({e})".replace("\n", " ")) from None
+    if not isinstance(raw, dict):
+        raise InputError(f"{path}: expected a mapping at the top level")
+    return raw
+
+
+def parse_config(model: type[ConfigT], raw: dict[str, Any], source: Path | str) -> ConfigT:
+    try:
+        return model.model_validate(raw)
+    except ValidationError as e:
+        raise InputError(f"{source}: {validation_message(e)}") from None

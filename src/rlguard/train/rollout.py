@@ -1,0 +1,126 @@
+"""Rollout engines: prompts in, completions (token ids and text) out.
+
+The optimizers only see `Rollouts`, so local `generate`, the serverless runtime or a vLLM server
+can produce them without any change to the losses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+
+@dataclass
+class Rollouts:
+    """N completions, each tied to its prompt. Prompts are left-padded, completions right-padded;
+    a completion's mask covers its tokens up to and including its first EOS."""
+
+    prompt_ids: torch.Tensor  # [N, P]
+    prompt_mask: torch.Tensor  # [N, P]
+    completion_ids: torch.Tensor  # [N, C]
+    completion_mask: torch.Tensor  # [N, C] float
+    texts: list[str]
+    prompt_index: list[int]  # which input prompt each completion answers
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def select(self, rows: Sequence[int]) -> Rollouts:
+        idx = torch.as_tensor(list(rows), dtype=torch.long)
+        return Rollouts(
+            self.prompt_ids[idx],
+            self.prompt_mask[idx],
+            self.completion_ids[idx],
+            self.completion_mask[idx],
+            [self.texts[i] for i in rows],
+            [self.prompt_index[i] for i in rows],
+        )
+
+    @property
+    def lengths(self) -> torch.Tensor:
+        return self.completion_mask.sum(dim=1)
+
+
+class RolloutEngine(Protocol):
+    def generate(
+        self, prompts: Sequence[str], k: int, max_new_tokens: int, temperature: float
+    ) -> Rollouts:
+        """k completions per prompt, grouped: rows i*k .. i*k+k-1 answer prompts[i]."""
+        ...
+
+
+def completion_mask(completion_ids: torch.Tensor, eos_token_id: int) -> torch.Tensor:
+    """1 for tokens up to and including the first EOS, 0 after it."""
+    is_eos = completion_ids == eos_token_id
+    after_eos = (is_eos.cumsum(dim=1) - is_eos.long()) > 0
+    return (~after_eos).float()
+
+
+def encode_completions(
+    tokenizer: PreTrainedTokenizerBase, prompts: Sequence[str], completions: Sequence[str]
+) -> Rollouts:
+    """Rollouts for given texts (dataset answers, baselines, preference pairs), EOS-terminated."""
+    prompt = tokenizer(list(prompts), return_tensors="pt", padding=True, add_special_tokens=False)
+    encoded = [
+        tokenizer(c, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        for c in completions
+    ]
+    width = max(len(ids) for ids in encoded)
+    ids = torch.full((len(encoded), width), tokenizer.pad_token_id, dtype=torch.long)
+    mask = torch.zeros(len(encoded), width)
+    for row, tokens in enumerate(encoded):
+        ids[row, : len(tokens)] = torch.tensor(tokens)
+        mask[row, : len(tokens)] = 1.0
+    return Rollouts(
+        prompt["input_ids"],
+        prompt["attention_mask"],
+        ids,
+        mask,
+        list(completions),
+        list(range(len(prompts))),
+    )
+
+
+class LocalRollout:
+    """Sampling with the policy's own `generate` (HF), in the training process."""
+
+    def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+
+    @torch.no_grad()
+    def generate(
+        self, prompts: Sequence[str], k: int, max_new_tokens: int, temperature: float
+    ) -> Rollouts:
+        encoded = self.tokenizer(
+            list(prompts), return_tensors="pt", padding=True, add_special_tokens=False
+        )
+        prompt_ids = encoded["input_ids"].repeat_interleave(k, dim=0)
+        prompt_mask = encoded["attention_mask"].repeat_interleave(k, dim=0)
+        was_training = self.model.training
+        self.model.eval()
+        sampling = {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0}
+        output = self.model.generate(
+            input_ids=prompt_ids.to(self.model.device),
+            attention_mask=prompt_mask.to(self.model.device),
+            max_new_tokens=max_new_tokens,
+            pad_token_id=self.tokenizer.pad_token_id,
+            eos_token_id=self.tokenizer.eos_token_id,
+            **(sampling if temperature > 0 else {"do_sample": False}),
+        ).cpu()
+        self.model.train(was_training)
+        completion_ids = output[:, prompt_ids.shape[1] :]
+        mask = completion_mask(completion_ids, self.tokenizer.eos_token_id)
+        completion_ids = completion_ids.masked_fill(mask == 0, self.tokenizer.pad_token_id)
+        texts = self.tokenizer.batch_decode(
+            completion_ids.masked_fill(
+                completion_ids == self.tokenizer.eos_token_id, self.tokenizer.pad_token_id
+            ),
+            skip_special_tokens=True,
+        )
+        index = [i for i in range(len(prompts)) for _ in range(k)]
+        return Rollouts(prompt_ids, prompt_mask, completion_ids, mask, texts, index)

@@ -1,0 +1,305 @@
+"""CGPOTrainer: constrained multi-task RLHF (CGPO's Algorithm 2) in TRL's shape.
+
+Each step samples a batch per task, generates K completions per prompt, judges and scores them,
+turns them into that task's loss with its optimizer, and applies sum_l rho_l * g_l in one policy
+update. Every `eval_every` steps it evaluates on held-out prompts and emits an eval event (the
+world-feedback signal EvalStop consumes); the best policy by eval score is kept in `best/`.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from rich.progress import Progress
+from transformers import AutoModelForTokenClassification, PreTrainedModel, PreTrainedTokenizerBase
+
+from rlguard.io import atomic_path
+from rlguard.train import checkpoint
+from rlguard.train.config import CGPOConfig
+from rlguard.train.logprobs import token_logprobs
+from rlguard.train.metrics_log import MetricsLog, truncate_after
+from rlguard.train.models import Reference, add_lora, freeze, load_causal_lm, load_tokenizer
+from rlguard.train.objectives import OBJECTIVES, Models, ScoredRollouts
+from rlguard.train.rewards import RewardFunction, calibrated, score
+from rlguard.train.rollout import LocalRollout, RolloutEngine
+from rlguard.train.tasks import Baseline, Task, load_task
+
+EvalHook = Callable[[dict[str, Any]], str | None]
+"""Called with every eval event; a returned string stops training with that reason."""
+
+
+class CGPOTrainer:
+    def __init__(
+        self,
+        args: CGPOConfig,
+        model: PreTrainedModel | None = None,
+        ref_model: PreTrainedModel | None = None,
+        processing_class: PreTrainedTokenizerBase | None = None,
+        reward_funcs: Mapping[str, RewardFunction] | None = None,
+        rollout_engine: RolloutEngine | None = None,
+        eval_hooks: Sequence[EvalHook] = (),
+        progress: bool = True,
+    ) -> None:
+        self.args = args
+        self.output_dir = Path(args.output_dir)
+        self.tasks = [
+            load_task(cfg, f"tasks.{i}", (reward_funcs or {}).get(cfg.name))
+            for i, cfg in enumerate(args.tasks)
+        ]
+        self.tokenizer = processing_class or load_tokenizer(args.policy)
+        torch.manual_seed(args.seed)
+        policy = model if model is not None else load_causal_lm(args.policy, self.tokenizer)
+        if ref_model is None and args.reference is not None:
+            ref_model = load_causal_lm(args.reference, self.tokenizer, "reference")
+        if ref_model is None and args.lora is None:
+            ref_model = copy.deepcopy(policy)
+        if args.lora is not None:
+            policy = add_lora(policy, args.lora)
+        self.reference = Reference(freeze(ref_model) if ref_model is not None else None, policy)
+        critic = (
+            self._critic(policy) if any(t.config.optimizer == "ppo" for t in self.tasks) else None
+        )
+        self.models = Models(policy.train(), self.tokenizer, critic)
+        self.rollout = rollout_engine or LocalRollout(policy, self.tokenizer)
+        params = [p for m in self._trained().values() for p in m.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(params, lr=args.learning_rate)
+        self.eval_hooks = list(eval_hooks)
+        self.progress = progress
+        self.step = 0
+        self.best_score: float | None = None
+        self.last_loss = 0.0
+        self.stop_reason: str | None = None
+
+    def _critic(self, policy: PreTrainedModel) -> PreTrainedModel:
+        """PPO's value model: the policy's architecture with a one-output token head."""
+        if self.args.policy.path is not None:
+            return AutoModelForTokenClassification.from_pretrained(
+                self.args.policy.path, num_labels=1
+            )
+        config = copy.deepcopy(policy.config)
+        config.num_labels = 1
+        return AutoModelForTokenClassification.from_config(config)
+
+    def _trained(self) -> dict[str, torch.nn.Module]:
+        models = {"policy": self.models.policy}
+        if self.models.critic is not None:
+            models["critic"] = self.models.critic
+        return models
+
+    # ----- one step ---------------------------------------------------------------------------
+
+    def ensure_baselines(self, task: Task, rows: list[int]) -> None:
+        """a_bar for each new prompt: the dataset's reference answer, or one sample from the
+        frozen reference (so it is the same whenever it is drawn)."""
+        missing = sorted({r for r in rows if r not in task.baselines})
+        if not missing:
+            return
+        texts: dict[int, str] = {}
+        if task.config.baseline == "dataset":
+            texts = {r: ref for r in missing if (ref := task.prompts.references[r]) is not None}
+        to_sample = [r for r in missing if r not in texts]
+        if to_sample:
+            with self.reference.context():
+                engine = LocalRollout(self.reference.model, self.tokenizer)
+                sampled = engine.generate(
+                    [task.prompts.texts[r] for r in to_sample],
+                    1,
+                    task.config.max_new_tokens,
+                    task.config.temperature,
+                )
+            texts.update(zip(to_sample, sampled.texts, strict=True))
+        task.add_baselines(missing, [texts[r] for r in missing])
+
+    def score(self, task: Task, rows: list[int]) -> ScoredRollouts:
+        cfg = task.config
+        self.ensure_baselines(task, rows)
+        prompts = task.prompts.take(rows)
+        rollouts = self.rollout.generate(prompts.texts, cfg.k, cfg.max_new_tokens, cfg.temperature)
+        prompt_texts = [prompts.texts[i] for i in rollouts.prompt_index]
+        metadata = [prompts.metadata[i] for i in rollouts.prompt_index]
+        verdicts = task.judges.judge(prompt_texts, rollouts.texts, metadata)
+        rewards = score(task.reward, prompt_texts, rollouts.texts)
+        baseline = task.baseline_rewards(rows)[torch.tensor(rollouts.prompt_index)]
+        with torch.no_grad():
+            old_logp = token_logprobs(self.models.policy, rollouts)
+            with self.reference.context():
+                ref_logp = token_logprobs(self.reference.model, rollouts)
+        return ScoredRollouts(
+            rollouts=rollouts,
+            k=cfg.k,
+            prompts=prompts.texts,
+            passed=torch.tensor([v == 1 for v in verdicts]),
+            rewards=rewards,
+            calibrated=calibrated(rewards, baseline),
+            old_logp=old_logp,
+            ref_logp=ref_logp,
+            baselines=[task.baselines[r].text for r in rows],
+            baseline_passed=torch.tensor([task.baselines[r].passed for r in rows]),
+        )
+
+    def task_loss(self, index: int, step: int) -> tuple[torch.Tensor, dict[str, float]]:
+        """One task's loss at `step` (not yet weighted by rho), with its metrics."""
+        task = self.tasks[index]
+        batch = self.score(task, task.sample(self.args.seed, step, index))
+        loss, stats = OBJECTIVES[task.config.optimizer](self.models, batch, task.config)
+        metrics = {
+            "loss": float(loss),
+            "constraint_satisfaction": float(batch.passed.float().mean()),
+            "reward": float(batch.rewards.mean()),
+            "calibrated_reward": float(batch.calibrated.mean()),
+            "kl": float(batch.log_ratio.mean()),
+            "length": float(batch.rollouts.lengths.mean()),
+            **{f"judge/{k}": v for k, v in task.judges.pass_rates().items()},
+            **stats,
+        }
+        task.judges.reset()
+        return loss, {f"{task.name}/{k}": v for k, v in metrics.items()}
+
+    def training_step(self, step: int) -> dict[str, float]:
+        """Accumulate sum_l rho_l * grad(loss_l) over the tasks, then one optimizer update."""
+        torch.manual_seed(self.args.seed * 1_000_003 + step)  # resumed runs sample the same
+        self.models.policy.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        metrics: dict[str, float] = {}
+        total = 0.0
+        for index, task in enumerate(self.tasks):
+            if task.config.weight == 0:
+                continue
+            loss, task_metrics = self.task_loss(index, step)
+            (task.config.weight * loss).backward()
+            total += task.config.weight * float(loss)
+            metrics.update(task_metrics)
+        self.last_loss = total
+        params = [p for group in self.optimizer.param_groups for p in group["params"]]
+        grad_norm = torch.nn.utils.clip_grad_norm_(params, self.args.max_grad_norm)
+        self.optimizer.step()
+        return {**metrics, "grad_norm": float(grad_norm)}
+
+    # ----- evaluation -------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def evaluate(self, step: int) -> dict[str, Any]:
+        """Greedy answers to each task's held-out prompts, judged: the world's view of the policy.
+
+        The event's score is the rho-weighted constraint-satisfaction rate; its proxy the
+        rho-weighted reward-model score (the number a hacking run keeps raising)."""
+        torch.manual_seed(self.args.seed)  # every evaluation draws the same sampling noise
+        metrics: dict[str, float] = {}
+        score_sum = proxy_sum = 0.0
+        total = sum(t.config.weight for t in self.tasks)
+        for task in self.tasks:
+            prompts = task.eval_prompts.take(
+                list(range(min(self.args.eval_prompts, len(task.eval_prompts))))
+            )
+            rollouts = self.rollout.generate(
+                prompts.texts, 1, task.config.max_new_tokens, self.args.eval_temperature
+            )
+            verdicts = task.judges.judge(prompts.texts, rollouts.texts, prompts.metadata)
+            pass_rate = sum(v == 1 for v in verdicts) / len(verdicts)
+            reward = float(score(task.reward, prompts.texts, rollouts.texts).mean())
+            metrics[f"eval/{task.name}/constraint_satisfaction"] = pass_rate
+            metrics[f"eval/{task.name}/reward"] = reward
+            metrics.update(
+                {f"eval/{task.name}/judge/{k}": v for k, v in task.judges.pass_rates().items()}
+            )
+            task.judges.reset()
+            score_sum += task.config.weight * pass_rate
+            proxy_sum += task.config.weight * reward
+        event = {
+            "job_id": self.args.run_name or self.output_dir.name,
+            "kind": "rlhf",
+            "step": step,
+            "progress": step / self.args.steps,
+            "score": score_sum / total,
+            "loss": self.last_loss,
+            "proxy": proxy_sum / total,
+        }
+        return {"event": event, "metrics": metrics}
+
+    # ----- the loop ---------------------------------------------------------------------------
+
+    def _state(self) -> dict[str, Any]:
+        return {
+            "best_score": self.best_score,
+            "baselines": {
+                t.name: {str(r): vars(b) for r, b in t.baselines.items()} for t in self.tasks
+            },
+        }
+
+    def _resume(self) -> int:
+        found = checkpoint.checkpoints(self.output_dir / "checkpoints")
+        if not found:
+            return 0
+        step, path = found[-1]
+        state = checkpoint.load_checkpoint(path, self._trained(), self.optimizer)
+        self.best_score = state["best_score"]
+        for task in self.tasks:
+            saved = state["baselines"].get(task.name, {})
+            task.baselines = {int(r): Baseline(**b) for r, b in saved.items()}
+        truncate_after(self.output_dir / "eval_events.jsonl", step)
+        return step
+
+    def _save_best(self) -> None:
+        best = self.output_dir / "best"
+        tmp = self.output_dir / ".tmp-best"
+        self.models.policy.save_pretrained(tmp, safe_serialization=True)
+        self.tokenizer.save_pretrained(tmp)
+        checkpoint.replace_dir(tmp, best)
+
+    def _on_eval(self, step: int, log: MetricsLog) -> None:
+        result = self.evaluate(step)
+        event = result["event"]
+        log.log(step, {**result["metrics"], "eval/score": event["score"]})
+        with (self.output_dir / "eval_events.jsonl").open("a", encoding="utf-8") as f:
+            f.write(json.dumps(event) + "\n")
+        if self.best_score is None or event["score"] > self.best_score:
+            self.best_score = event["score"]
+            self._save_best()
+        for hook in self.eval_hooks:
+            reason = hook(event)
+            if reason:
+                self.stop_reason = reason
+
+    def train(self) -> dict[str, Any]:
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        start = self._resume()
+        log = MetricsLog(self.output_dir, self.args.tensorboard, resume_step=start)
+        if start == 0:
+            self._on_eval(0, log)
+        began = time.perf_counter()
+        with Progress(disable=not self.progress, transient=True) as bar:
+            job = bar.add_task("cgpo", total=self.args.steps, completed=start)
+            for step in range(start + 1, self.args.steps + 1):
+                self.step = step
+                log.log(step, self.training_step(step))
+                if step % self.args.eval_every == 0 or step == self.args.steps:
+                    self._on_eval(step, log)
+                if step % self.args.save_every == 0 or step == self.args.steps or self.stop_reason:
+                    checkpoint.save_checkpoint(
+                        self.output_dir / "checkpoints",
+                        step,
+                        self._trained(),
+                        self.optimizer,
+                        self._state(),
+                    )
+                    checkpoint.rotate(self.output_dir / "checkpoints", self.args.keep_checkpoints)
+                bar.update(job, completed=step)
+                if self.stop_reason:
+                    break
+        log.close()
+        summary = {
+            "steps": self.step,
+            "resumed_from": start,
+            "best_score": self.best_score,
+            "stopped": self.stop_reason,
+            "wall_s": round(time.perf_counter() - began, 2),
+        }
+        with atomic_path(self.output_dir / "summary.json") as tmp:
+            tmp.write_text(json.dumps(summary, indent=2) + "\n")
+        return summary
