@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rlguard.cli import main
+from cli_runner import cli
 from rlguard.cluster.registry import RULES
 from rlguard.cluster.traces import PACKAGED_TIRESIAS_TRACE
 
@@ -24,16 +24,6 @@ DETECTION_KEYS = ("precision", "recall", "fpr")
 RESULT_KEYS = (*DETECTION_KEYS, "jct_mean_h", "jct_p95_h", "waste_gpu_h", "quality_regret")
 GAIN_KEYS = ("jct_gain", "waste_cut", "p_jct", "p_waste")
 NAMED_RULES = ("none", "evalstop", "fixed-progress", "loss-plateau", "patience", "gao-trend")
-
-
-def cli(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
-    """Run `rlguard ARGS` in-process: (exit code, stdout, stderr)."""
-    monkeypatch.setattr(sys, "argv", ["rlguard", *args])
-    with pytest.raises(SystemExit) as info:
-        main()
-    captured = capsys.readouterr()
-    code = info.value.code
-    return (0 if code is None else int(code)), captured.out, captured.err
 
 
 def one_json_object(out: str) -> dict:

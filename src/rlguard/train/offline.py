@@ -94,7 +94,7 @@ def fit(
             loss, stats = loss_fn(batch)
             loss.backward()
             optimizer.step()
-            log.log(step, {"loss": float(loss), **stats})
+            log.log(step, {"loss": float(loss.detach()), **stats})
             bar.advance(job)
     log.close()
 

@@ -1,0 +1,18 @@
+"""Run `rlguard ARGS` in-process for tests: (exit code, stdout, stderr)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from rlguard.cli import main
+
+
+def cli(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
+    monkeypatch.setattr(sys, "argv", ["rlguard", *args])
+    with pytest.raises(SystemExit) as info:
+        main()
+    captured = capsys.readouterr()
+    code = info.value.code
+    return (0 if code is None else int(code)), captured.out, captured.err

@@ -1,0 +1,143 @@
+"""One CGPO policy step with fixed rollouts: the rho-weighted multi-task gradient, the calibrated
+reward of the baseline, and every optimizer's objective on real models."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from rlguard.train.config import CGPOConfig
+from rlguard.train.rollout import encode_completions
+from rlguard.train.trainer import CGPOTrainer
+from tiny_models import tiny_causal_lm, tiny_tokenizer
+
+ANSWERS = ["The final answer is 5.", "The final answer is 4.", "five", "The final answer is 5"]
+
+
+class FixedRollout:
+    """Always answers with ANSWERS (cycled), so a step's samples are known in advance."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+
+    def generate(self, prompts, k, max_new_tokens, temperature):
+        repeated = [p for p in prompts for _ in range(k)]
+        completions = [ANSWERS[i % len(ANSWERS)] for i in range(len(repeated))]
+        rollouts = encode_completions(self.tokenizer, repeated, completions)
+        rollouts.prompt_index = [i for i in range(len(prompts)) for _ in range(k)]
+        return rollouts
+
+
+def length_reward(prompts, completions):
+    return [len(c) / 10 for c in completions]
+
+
+@pytest.fixture
+def world(tmp_path):
+    rows = [
+        {"prompt": "What is 2 + 3? ", "metadata": {"answer": "5"}, "reference": "It is 5."},
+        {"prompt": "What is 1 + 4? ", "metadata": {"answer": "5"}, "reference": "Five."},
+    ]
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tokenizer = tiny_tokenizer()
+    return tmp_path, tokenizer
+
+
+def make_trainer(world, optimizers=("crpg", "crpg"), weights=(0.7, 0.3), **task):
+    root, tokenizer = world
+    tasks = [
+        {
+            "name": name,
+            "prompts": str(root / f"{name}.jsonl"),
+            "reward": {"function": "unused:unused"},
+            "judges": ["math"],
+            "optimizer": optimizer,
+            "weight": weight,
+            "k": 4,
+            "batch_size": 2,
+            **task,
+        }
+        for name, optimizer, weight in zip(("a", "b"), optimizers, weights, strict=True)
+    ]
+    config = CGPOConfig(
+        output_dir=str(root / "out"),
+        policy={"config": {"model_type": "llama"}, "tokenizer": "unused"},
+        tasks=tasks,
+        max_grad_norm=1e9,
+        learning_rate=1e-3,
+        tensorboard=False,
+    )
+    model = tiny_causal_lm(tokenizer)
+    return CGPOTrainer(
+        config,
+        model=model,
+        processing_class=tokenizer,
+        reward_funcs={"a": length_reward, "b": length_reward},
+        rollout_engine=FixedRollout(tokenizer),
+        progress=False,
+    )
+
+
+def grads(model):
+    return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+
+def test_a_multi_task_step_is_the_rho_weighted_sum_of_task_gradients(world):
+    trainer = make_trainer(world, optimizers=("crpg", "codpo"))
+    policy = trainer.models.policy
+    per_task = []
+    for index in range(2):
+        policy.zero_grad()
+        torch.manual_seed(0)
+        trainer.task_loss(index, step=1)[0].backward()
+        per_task.append(grads(policy))
+    trainer.training_step(1)
+    combined = grads(policy)
+    assert combined
+    for name, grad in combined.items():
+        expected = 0.7 * per_task[0][name] + 0.3 * per_task[1][name]
+        torch.testing.assert_close(grad, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_the_baseline_answer_has_calibrated_reward_one_half(world):
+    trainer = make_trainer(world)
+    task = trainer.tasks[0]
+    rows = [0, 1]
+    batch = trainer.score(task, rows)
+    assert [task.baselines[r].text for r in rows] == ["It is 5.", "Five."]
+    # the reward of a_bar against itself: sigmoid(r(a_bar) - r(a_bar)) = 0.5 exactly
+    a_bar = torch.tensor([task.baselines[r].reward for r in rows])
+    assert torch.sigmoid(a_bar - task.baseline_rewards(rows)).tolist() == [0.5, 0.5]
+    expected = torch.sigmoid(
+        torch.tensor([len(a) / 10 for a in ANSWERS] * 2) - a_bar.repeat_interleave(4)
+    )
+    torch.testing.assert_close(batch.calibrated, expected)
+    assert batch.passed.tolist() == [True, False, False, True] * 2
+
+
+@pytest.mark.parametrize("optimizer", ["crpg", "crraft", "codpo", "grpo", "ppo"])
+def test_every_optimizer_takes_a_step_that_changes_the_policy(world, optimizer):
+    trainer = make_trainer(world, optimizers=(optimizer, optimizer), kl_max=5.0)
+    before = {n: p.detach().clone() for n, p in trainer.models.policy.named_parameters()}
+    metrics = trainer.training_step(1)
+    assert metrics["a/constraint_satisfaction"] == 0.5
+    changed = any(
+        not torch.equal(before[n], p) for n, p in trainer.models.policy.named_parameters()
+    )
+    assert changed and torch.isfinite(torch.tensor(metrics["grad_norm"]))
+
+
+def test_crraft_falls_back_to_a_passing_baseline(world):
+    """The answer is 7, so every sample fails the math judge: prompt 0's a_bar passes and is
+    learned from; prompt 1's a_bar has no final-answer statement, so that prompt is skipped."""
+    trainer = make_trainer(world, optimizers=("crraft", "crraft"))
+    task = trainer.tasks[0]
+    for metadata in task.prompts.metadata:
+        metadata["answer"] = "7"
+    task.prompts.references[:] = ["The final answer is 7.", "It is 7."]
+    task.sample = lambda seed, step, index: [0, 1]
+    _, metrics = trainer.task_loss(0, step=1)
+    assert metrics["a/fallback"] == 1.0 and metrics["a/selected"] == 0.0
