@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench train-example clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,12 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_simulator.py --out benchmarks/results/simulator.json
+	$(BIN)/python benchmarks/bench_train.py --out benchmarks/results/train.json
+
+# The paper's pipeline SFT -> reward model -> DPO warm-up -> CGPO on the toy world (CPU, ~1 min).
+train-example: $(STAMP)
+	$(BIN)/python -m rlguard.train.toy runs/toy/world
+	for stage in sft reward dpo cgpo; do $(BIN)/rlguard train examples/toy/$$stage.yaml || exit 1; done
 
 clean:
 	rm -rf $(VENV) runs

@@ -1,8 +1,11 @@
 """A toy two-task world (arithmetic + instruction following) for smoke tests, benchmarks and docs.
 
-It writes prompts, SFT demonstrations (half of them wrong, so judges have something to fix), a
-proxy reward that ignores correctness, a BPE tokenizer and a tiny Llama: everything the pipeline
-SFT -> CGPO needs, offline and in seconds on a CPU. The real offline world is `rlguard.lab`.
+It writes prompts, SFT demonstrations (half of them wrong, so judges have something to fix),
+preference pairs (for the reward model and DPO), a proxy reward that ignores correctness, a BPE
+tokenizer and a tiny Llama: everything the paper's pipeline SFT -> RM -> DPO -> CGPO needs, offline
+and in seconds on a CPU. The real offline world, where hacking happens, is `rlguard.lab`.
+
+    python -m rlguard.train.toy DIR   # then: rlguard train examples/toy/{sft,reward,dpo,cgpo}.yaml
 """
 
 from __future__ import annotations
@@ -37,10 +40,11 @@ def math_rows(rng: random.Random, n: int) -> list[dict[str, Any]]:
     return rows
 
 
-def math_demo(row: dict[str, Any], rng: random.Random) -> str:
+def math_pair(row: dict[str, Any], rng: random.Random) -> tuple[str, str]:
+    """(a right answer, a wrong one) in CGPO's final-answer format."""
     truth = int(row["metadata"]["answer"])
-    said = truth if rng.random() < 0.5 else rng.choice([x for x in range(5) if x != truth])
-    return f"The final answer is {said}."
+    wrong = rng.choice([x for x in range(5) if x != truth])
+    return f"The final answer is {truth}.", f"The final answer is {wrong}."
 
 
 def style_rows(rng: random.Random, n: int) -> list[dict[str, Any]]:
@@ -53,12 +57,12 @@ def style_rows(rng: random.Random, n: int) -> list[dict[str, Any]]:
     ]
 
 
-def style_demo(row: dict[str, Any], rng: random.Random) -> str:
+def style_pair(row: dict[str, Any], rng: random.Random) -> tuple[str, str]:
+    """(lowercase without commas, one that breaks either instruction)."""
     thing = row["prompt"].split()[2]
     adjective = rng.choice(ADJECTIVES)
-    if rng.random() < 0.5:
-        return f"the {thing} is {adjective}."
-    return rng.choice([f"The {thing} is {adjective}.", f"the {thing}, is {adjective}."])
+    bad = rng.choice([f"The {thing} is {adjective}.", f"the {thing}, is {adjective}."])
+    return f"the {thing} is {adjective}.", bad
 
 
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
@@ -69,18 +73,21 @@ def build(root: Path, seed: int = 0, hidden_size: int = 64, layers: int = 2) -> 
     """Write the toy world under `root`; returns the paths a config needs."""
     rng = random.Random(seed)
     root.mkdir(parents=True, exist_ok=True)
-    tasks = {"math": (math_rows, math_demo), "style": (style_rows, style_demo)}
-    sft, corpus = [], []
-    for name, (make_rows, demo) in tasks.items():
+    tasks = {"math": (math_rows, math_pair), "style": (style_rows, style_pair)}
+    sft, preferences, corpus = [], [], []
+    for name, (make_rows, pair) in tasks.items():
         train, held_out = make_rows(rng, 64), make_rows(rng, 64)
         write_jsonl(root / f"{name}_prompts.jsonl", train)
         write_jsonl(root / f"{name}_eval.jsonl", held_out)
         for row in train:
-            completion = demo(row, rng)
-            sft.append({"prompt": row["prompt"], "completion": completion})
-            corpus.append(row["prompt"] + completion)
+            good, bad = pair(row, rng)
+            demo = good if rng.random() < 0.5 else bad  # half the demonstrations are wrong
+            sft.append({"prompt": row["prompt"], "completion": demo})
+            preferences.append({"prompt": row["prompt"], "chosen": good, "rejected": bad})
+            corpus += [row["prompt"] + good, row["prompt"] + bad]
     rng.shuffle(sft)
     write_jsonl(root / "sft.jsonl", sft)
+    write_jsonl(root / "preferences.jsonl", preferences)
     tokenizer = train_tokenizer(corpus * 4, vocab_size=320)
     config = LlamaConfig(
         vocab_size=len(tokenizer),
@@ -99,3 +106,13 @@ def build(root: Path, seed: int = 0, hidden_size: int = 64, layers: int = 2) -> 
     model.save_pretrained(root / "base", safe_serialization=True)
     tokenizer.save_pretrained(root / "base")
     return {"root": root, "base": root / "base", "sft": root / "sft.jsonl"}
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Write the toy world to DIR.")
+    parser.add_argument("dir", type=Path)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    print(json.dumps({k: str(v) for k, v in build(args.dir, args.seed).items()}))

@@ -1,0 +1,243 @@
+"""The sandbox child: confines itself, then runs the untrusted program. A script, never imported.
+
+`rlguard.judges.sandbox` starts this file with `python -I -S` and writes one JSON config to its
+stdin. Steps go in the order the kernel demands: namespaces and mounts while still root, then
+rlimits, then no_new_privs and the switch to the sandbox uid, then the audit hook. Only after all
+of that does it write "ready" on the status pipe and run the program, so a missing "ready" always
+means the sandbox failed, never the program. After the program ends normally it writes the nonce,
+so an early `sys.exit(0)` or `os._exit(0)` inside the program cannot pass as success.
+
+In probe mode it tries each step once and prints which ones the host allows.
+"""
+
+import ctypes
+import json
+import os
+import resource
+import signal
+import stat
+import sys
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWNET = 0x40000000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 4096, 16384, 1 << 18
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
+SYS_MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 1
+
+# Events that reach outside the sandbox. Not a security boundary (a fresh interpreter started
+# through _posixsubprocess has no hook); it only turns the obvious attempts into clean errors.
+BLOCKED_EVENTS = frozenset(
+    {
+        "os.exec",
+        "os.posix_spawn",
+        "os.system",
+        "subprocess.Popen",
+        "os.kill",
+        "os.killpg",
+        "signal.pthread_kill",
+    }
+)
+BLOCKED_PREFIXES = ("socket.", "ctypes.")
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _call(result, what):
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+
+
+def _mount(source, target, fstype, flags, options=None):
+    def encode(s):
+        return None if s is None else os.fsencode(s)
+
+    _call(
+        libc.mount(encode(source), encode(target), encode(fstype), flags, encode(options)),
+        f"mount {target}",
+    )
+
+
+def enter_namespaces():
+    """A new network namespace (only a down loopback) and a mount namespace nobody else sees."""
+    _call(libc.unshare(CLONE_NEWNET | CLONE_NEWNS), "unshare")
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+
+
+def make_root_readonly():
+    attr = (ctypes.c_uint64 * 4)(MOUNT_ATTR_RDONLY, 0, 0, 0)
+    _call(
+        libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, b"/", AT_RECURSIVE, attr, ctypes.sizeof(attr)),
+        "read-only /",
+    )
+
+
+def _closed_ancestor(path):
+    """The first ancestor of path that others cannot traverse (e.g. /root), or None."""
+    parts = path.strip("/").split("/")[:-1]
+    for i in range(len(parts)):
+        ancestor = "/" + "/".join(parts[: i + 1])
+        if not os.stat(ancestor).st_mode & stat.S_IXOTH:
+            return ancestor
+    return None
+
+
+def expose_interpreter(dirs):
+    """Hide closed ancestors (like /root) behind an empty tmpfs, re-mounting only the interpreter.
+
+    The sandbox uid must read the stdlib even when Python lives under /root; everything else
+    under that ancestor stays invisible.
+    """
+    plan = [(d, _closed_ancestor(d)) for d in dirs]
+    plan = [(d, os.open(d, os.O_PATH | os.O_DIRECTORY), hidden) for d, hidden in plan if hidden]
+    for hidden in sorted({hidden for _, _, hidden in plan}):
+        _mount("tmpfs", hidden, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+    for d, fd, _ in plan:
+        os.makedirs(d, 0o755, exist_ok=True)
+        _mount(f"/proc/self/fd/{fd}", d, None, MS_BIND | MS_REC)
+        os.close(fd)
+
+
+def import_through_fds():
+    """Without a mount namespace, keep a stdlib under a closed dir importable after the uid switch.
+
+    Each sys.path dir is opened while still root and replaced by /proc/self/fd/N, which leads
+    into the dir without traversing its closed ancestors (nothing else under them opens up).
+    Packages already imported get the same replacement in their __path__.
+    """
+    moved = {}
+    for i, entry in enumerate(sys.path):
+        if os.path.isdir(entry):
+            moved[entry] = f"/proc/self/fd/{os.open(entry, os.O_PATH | os.O_DIRECTORY)}"
+            sys.path[i] = moved[entry]
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__path__", None)
+        if isinstance(path, list):
+            path[:] = [_moved(p, moved) for p in path]
+
+
+def _moved(path, moved):
+    for old, new in moved.items():
+        if path == old or path.startswith(old + "/"):
+            return new + path[len(old) :]
+    return path
+
+
+def private_tmp(dirs, size):
+    """One size-capped, noexec tmpfs shown at every world-writable temp dir."""
+    first, *rest = dirs
+    _mount("tmpfs", first, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, f"mode=1777,size={size}")
+    for d in rest:
+        _mount(first, d, None, MS_BIND)
+
+
+def apply_rlimits(rlimits):
+    for name, (soft, hard) in rlimits.items():
+        resource.setrlimit(getattr(resource, name), (soft, hard))
+
+
+def drop_privileges(uid):
+    _call(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    if uid is not None:
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+        if os.getresuid() != (uid, uid, uid) or os.getresgid() != (uid, uid, uid):
+            raise OSError(f"still not uid {uid}")
+
+
+def bind_to_parent(parent_pid):
+    """No core dumps, and die with the judge (the setting only survives after the uid switch)."""
+    _call(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "dumpable")
+    _call(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
+    if os.getppid() != parent_pid:
+        raise OSError("the judge exited before the sandbox started")
+
+
+def _audit(event, args):
+    if event in BLOCKED_EVENTS or event.startswith(BLOCKED_PREFIXES):
+        raise PermissionError(f"sandbox: {event} is not allowed")
+    if event == "open" and _foreign_proc(args[0]):
+        raise PermissionError("sandbox: other processes' /proc entries are not allowed")
+
+
+def _foreign_proc(path):
+    """/proc/<pid>/... of another process, by the literal path (a relative path slips past)."""
+    if not isinstance(path, str | bytes):
+        return False
+    parts = os.fsdecode(path).split("/")
+    return (
+        parts[:2] == ["", "proc"]
+        and len(parts) > 2
+        and parts[2].isdigit()
+        and (int(parts[2]) != os.getpid())
+    )
+
+
+def confine(cfg):
+    if cfg["namespaces"]:
+        enter_namespaces()
+        if cfg["readonly_root"]:
+            make_root_readonly()
+        expose_interpreter(cfg["expose"])
+        private_tmp(cfg["tmp_dirs"], cfg["disk_bytes"])
+        os.makedirs(cfg["workdir"], 0o700, exist_ok=True)
+        if cfg["uid"] is not None:
+            os.chown(cfg["workdir"], cfg["uid"], cfg["uid"])
+    elif cfg["import_through_fds"]:
+        import_through_fds()
+    apply_rlimits(cfg["rlimits"])
+    drop_privileges(cfg["uid"])
+    bind_to_parent(cfg["parent_pid"])
+    os.chdir(cfg["workdir"])
+    os.umask(0o077)
+    sys.addaudithook(_audit)
+
+
+def run(source, nonce, status_fd):
+    write = os.write
+    write(status_fd, b"ready\n")
+    sys.argv = ["program.py"]
+    code = compile(source, "program.py", "exec")
+    exec(code, {"__name__": "__main__", "__builtins__": __builtins__})
+    sys.stdout.flush()
+    sys.stderr.flush()
+    write(status_fd, nonce.encode() + b"\n")
+
+
+def _attempt(step, *args):
+    try:
+        step(*args)
+    except OSError:
+        return False
+    return True
+
+
+def probe(cfg):
+    """Which steps this host allows; each later step runs only if the earlier ones held."""
+    got = {"namespaces": _attempt(enter_namespaces)}
+    got["readonly_root"] = got["namespaces"] and _attempt(make_root_readonly)
+    got["namespaces"] = got["namespaces"] and _attempt(expose_interpreter, cfg["expose"])
+    got["namespaces"] = got["namespaces"] and _attempt(private_tmp, cfg["tmp_dirs"], 1 << 20)
+    through_fd = f"/proc/self/fd/{os.open(cfg['stdlib'], os.O_PATH | os.O_DIRECTORY)}"
+    got["uid"] = _attempt(drop_privileges, cfg["uid"])
+    got["stdlib_readable"] = os.access(cfg["stdlib"], os.R_OK | os.X_OK)
+    got["stdlib_through_fd"] = os.access(through_fd, os.R_OK | os.X_OK)
+    return got
+
+
+def main():
+    os.umask(0o022)
+    cfg = json.loads(sys.stdin.buffer.read())
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    if cfg["probe"]:
+        print(json.dumps(probe(cfg)))
+        return
+    confine(cfg)
+    run(cfg.pop("source"), cfg.pop("nonce"), cfg["status_fd"])
+
+
+if __name__ == "__main__":
+    main()
