@@ -27,7 +27,7 @@ def train(
 ) -> None:
     """Train one stage (sft, reward, dpo or cgpo) from a YAML config; resumes if interrupted."""
     from rlguard.cluster.registry import RULES, RuleParams
-    from rlguard.train.config import CGPOConfig, load_yaml, parse_config
+    from rlguard.train.config import CGPOConfig, check_paths, load_yaml, parse_config
     from rlguard.train.offline import (
         DPOConfig,
         RewardModelConfig,
@@ -49,6 +49,7 @@ def train(
         from rlguard.train.trainer import CGPOTrainer
 
         cfg = parse_config(CGPOConfig, raw, config)
+        check_paths(cfg.local_paths(), config)
         hooks = []
         if rule is not None:
             hooks.append(lambda event: rule.observe(EvalEvent(**event)).reason or None)
@@ -61,5 +62,7 @@ def train(
         "dpo": (DPOConfig, run_dpo),
     }
     model, run = runners[stage]
-    final = run(parse_config(model, {**raw, "stage": stage}, config))
+    offline = parse_config(model, {**raw, "stage": stage}, config)
+    check_paths(offline.local_paths(), config)
+    final = run(offline, progress)
     print(json.dumps({"stage": stage, "model": str(final)}))

@@ -101,7 +101,7 @@ class TaskConfig(Strict):
     @classmethod
     def _positive(cls, value: float) -> float:
         if not value > 0:
-            raise ValueError(f"KL_max must be > 0, got {value}")
+            raise ValueError("KL_max must be > 0")  # the message adds "(got value)"
         return value
 
 
@@ -127,16 +127,43 @@ class CGPOConfig(Strict):
     tensorboard: bool = True
     run_name: str | None = None
 
-    @model_validator(mode="after")
-    def _tasks(self) -> CGPOConfig:
-        if not self.tasks:
+    @field_validator("tasks")
+    @classmethod
+    def _tasks(cls, tasks: list[TaskConfig]) -> list[TaskConfig]:
+        # a field validator, so the error names `tasks` rather than the whole config
+        if not tasks:
             raise ValueError("at least one task is needed")
-        names = [t.name for t in self.tasks]
+        names = [t.name for t in tasks]
         if len(set(names)) != len(names):
             raise ValueError(f"task names repeat: {names}")
-        if sum(t.weight for t in self.tasks) <= 0:
-            raise ValueError("all task weights are zero")
-        return self
+        if sum(t.weight for t in tasks) <= 0:
+            raise ValueError("all task weights are zero (some tasks.N.weight must be > 0)")
+        return tasks
+
+    def local_paths(self) -> list[tuple[str, str]]:
+        """(field, path) of every local file or directory the run reads."""
+        paths = [*model_paths(self.policy, "policy"), *model_paths(self.reference, "reference")]
+        for i, task in enumerate(self.tasks):
+            paths.append((f"tasks.{i}.prompts", task.prompts))
+            if task.eval_prompts is not None:
+                paths.append((f"tasks.{i}.eval_prompts", task.eval_prompts))
+            if task.reward.model is not None:
+                paths.append((f"tasks.{i}.reward.model", task.reward.model))
+        return paths
+
+
+def model_paths(spec: ModelSpec | None, where: str) -> list[tuple[str, str]]:
+    if spec is None:
+        return []
+    named = {"path": spec.path, "tokenizer": spec.tokenizer}
+    return [(f"{where}.{k}", v) for k, v in named.items() if v is not None]
+
+
+def check_paths(paths: list[tuple[str, str]], source: Path | str) -> None:
+    """Missing inputs fail up front, in one line naming the config file and the field."""
+    for where, value in paths:
+        if not Path(value).exists():
+            raise InputError(f"{source}: {where}: no such file or directory {value}")
 
 
 def validation_message(error: ValidationError) -> str:

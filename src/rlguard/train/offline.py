@@ -20,7 +20,7 @@ from transformers import AutoModelForSequenceClassification, PreTrainedTokenizer
 from rlguard.errors import InputError
 from rlguard.jsonl import field, read_jsonl
 from rlguard.train.checkpoint import replace_dir
-from rlguard.train.config import ModelSpec, Strict
+from rlguard.train.config import ModelSpec, Strict, model_paths
 from rlguard.train.logprobs import token_logprobs
 from rlguard.train.metrics_log import MetricsLog
 from rlguard.train.models import freeze, load_causal_lm, load_tokenizer
@@ -39,6 +39,10 @@ class OfflineConfig(Strict):
     seed: int = 0
     tensorboard: bool = False
 
+    def local_paths(self) -> list[tuple[str, str]]:
+        """(field, path) of every local file or directory the stage reads."""
+        return [*model_paths(self.model, "model"), ("data", self.data)]
+
 
 class SFTConfig(OfflineConfig):
     stage: Literal["sft"] = "sft"
@@ -52,6 +56,9 @@ class DPOConfig(OfflineConfig):
     stage: Literal["dpo"] = "dpo"
     reference: ModelSpec | None = Field(None, description="default: a frozen copy of the model")
     beta: float = Field(0.1, gt=0)
+
+    def local_paths(self) -> list[tuple[str, str]]:
+        return [*super().local_paths(), *model_paths(self.reference, "reference")]
 
 
 def read_rows(path: str, columns: tuple[str, ...]) -> list[dict[str, str]]:
@@ -79,13 +86,14 @@ def fit(
     params: list[torch.nn.Parameter],
     rows: list,
     loss_fn: Callable[[list], tuple[torch.Tensor, dict[str, float]]],
+    progress: bool = True,
 ) -> None:
     output = Path(config.output_dir)
     output.mkdir(parents=True, exist_ok=True)
     log = MetricsLog(output, config.tensorboard)
     optimizer = torch.optim.AdamW(params, lr=config.learning_rate)
     total = config.epochs * -(-len(rows) // config.batch_size)
-    with Progress(transient=True) as bar:
+    with Progress(disable=not progress, transient=True) as bar:
         job = bar.add_task(config.stage, total=total)
         for step, batch in enumerate(
             batches(rows, config.batch_size, config.epochs, config.seed), 1
@@ -108,7 +116,7 @@ def save_final(model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, outpu
     return final
 
 
-def run_sft(config: SFTConfig) -> Path:
+def run_sft(config: SFTConfig, progress: bool = True) -> Path:
     """Next-token cross-entropy on the completions (prompt tokens are context, not targets)."""
     rows = read_rows(config.data, ("prompt", "completion"))
     tokenizer = load_tokenizer(config.model, "model")
@@ -122,11 +130,11 @@ def run_sft(config: SFTConfig) -> Path:
         logp = token_logprobs(model, encoded)
         return -logp.sum() / encoded.completion_mask.sum(), {}
 
-    fit(config, list(model.parameters()), rows, loss_fn)
+    fit(config, list(model.parameters()), rows, loss_fn, progress)
     return save_final(model, tokenizer, config.output_dir)
 
 
-def run_reward_model(config: RewardModelConfig) -> Path:
+def run_reward_model(config: RewardModelConfig, progress: bool = True) -> Path:
     """Bradley-Terry: r(chosen) should exceed r(rejected); the head reads the last real token."""
     rows = read_rows(config.data, ("prompt", "chosen", "rejected"))
     tokenizer = load_tokenizer(config.model, "model")
@@ -152,11 +160,11 @@ def run_reward_model(config: RewardModelConfig) -> Path:
             "accuracy": preference_accuracy(chosen, rejected)
         }
 
-    fit(config, list(model.parameters()), rows, loss_fn)
+    fit(config, list(model.parameters()), rows, loss_fn, progress)
     return save_final(model, tokenizer, config.output_dir)
 
 
-def run_dpo(config: DPOConfig) -> Path:
+def run_dpo(config: DPOConfig, progress: bool = True) -> Path:
     """Offline DPO on preference pairs: the paper's warm-up before online CGPO."""
     rows = read_rows(config.data, ("prompt", "chosen", "rejected"))
     tokenizer = load_tokenizer(config.model, "model")
@@ -184,5 +192,5 @@ def run_dpo(config: DPOConfig) -> Path:
         margin = (chosen - ref_chosen) - (rejected - ref_rejected)
         return losses.mean(), {"accuracy": float((margin > 0).float().mean())}
 
-    fit(config, list(model.parameters()), rows, loss_fn)
+    fit(config, list(model.parameters()), rows, loss_fn, progress)
     return save_final(model, tokenizer, config.output_dir)

@@ -43,7 +43,7 @@ def _from_jsonl(path: Path) -> list[dict[str, Any]]:
     rows = []
     for number, row in read_jsonl(path):
         field(path, number, row, "prompt", str)
-        if "reference" in row:
+        if row.get("reference") is not None:  # null, as datasets writes it, means none
             field(path, number, row, "reference", str)
         rows.append(row)
     return rows
@@ -52,17 +52,29 @@ def _from_jsonl(path: Path) -> list[dict[str, Any]]:
 def _from_datasets(path: Path, split: str) -> list[dict[str, Any]]:
     import datasets
 
-    if path.is_dir():
-        loaded = datasets.load_from_disk(str(path))
-        if isinstance(loaded, datasets.DatasetDict):
-            if split not in loaded:
-                raise InputError(f"{path}: no split {split!r} (has {', '.join(loaded)})")
-            loaded = loaded[split]
-    else:
-        loaded = datasets.load_dataset(path.suffix.lstrip("."), data_files=str(path), split="train")
+    try:
+        if path.is_dir():
+            loaded = datasets.load_from_disk(str(path))
+        else:
+            kind = path.suffix.lstrip(".")
+            loaded = datasets.load_dataset(kind, data_files=str(path), split="train")
+    except (ValueError, OSError, IndexError) as e:
+        # an empty or corrupt file, a directory that is no dataset, or (IndexError) a saved
+        # dataset with no rows, which `load_from_disk` cannot load
+        raise InputError(f"{path}: cannot load it as a dataset ({e})".replace("\n", " ")) from None
+    if isinstance(loaded, datasets.DatasetDict):
+        if split not in loaded:
+            raise InputError(f"{path}: no split {split!r} (has {', '.join(loaded)})")
+        loaded = loaded[split]
     if "prompt" not in loaded.column_names:
         raise InputError(f"{path}: no 'prompt' column (has {', '.join(loaded.column_names)})")
-    return list(loaded)
+    rows = list(loaded)
+    for number, row in enumerate(rows):
+        for name, kinds in (("prompt", str), ("reference", (str, type(None)))):
+            if not isinstance(row.get(name), kinds):
+                got = f"{row.get(name)!r:.60}"
+                raise InputError(f"{path}: row {number}: column {name!r} must be a str, got {got}")
+    return rows
 
 
 def load_prompts(source: str, split: str, where: str) -> Prompts:

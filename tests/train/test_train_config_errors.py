@@ -1,0 +1,126 @@
+"""`rlguard train BAD.yaml`: every config mistake is one `error:` line naming the file and the
+field, exit code 2, no traceback, and nothing written to the output directory.
+
+The configs fail before any model loads, so the policy "model" is an empty directory.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from rlguard.cli import main
+
+Build = Callable[[Path, dict[str, Any]], tuple[Path, list[str]]]
+
+
+def valid_config(tmp: Path) -> dict[str, Any]:
+    (tmp / "base").mkdir(exist_ok=True)
+    prompts = tmp / "prompts.jsonl"
+    prompts.write_text('{"prompt": "What is 1 + 1? ", "metadata": {"answer": "2"}}\n')
+    return {
+        "output_dir": str(tmp / "out"),
+        "policy": {"path": str(tmp / "base")},
+        "steps": 1,
+        "tasks": [
+            {
+                "name": "math",
+                "prompts": str(prompts),
+                "reward": {"function": "rlguard.train.toy:proxy_reward"},
+                "judges": ["math"],
+            }
+        ],
+    }
+
+
+def edited(edit: Callable[[dict[str, Any]], Any], *expect: str) -> Build:
+    """A valid config changed by `edit`, written to bad.yaml; expect the file and `expect`."""
+
+    def build(tmp: Path, config: dict[str, Any]) -> tuple[Path, list[str]]:
+        config = copy.deepcopy(config)
+        edit(config)
+        path = tmp / "bad.yaml"
+        path.write_text(yaml.safe_dump(config))
+        return path, [str(path), *expect]
+
+    return build
+
+
+def raw_text(text: str, *expect: str) -> Build:
+    def build(tmp: Path, config: dict[str, Any]) -> tuple[Path, list[str]]:
+        path = tmp / "bad.yaml"
+        path.write_text(text)
+        return path, [str(path), *expect]
+
+    return build
+
+
+def task(**changes: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda config: config["tasks"][0].update(changes)
+
+
+def _missing_prompts(tmp: Path, config: dict[str, Any]) -> tuple[Path, list[str]]:
+    nowhere = str(tmp / "nowhere.jsonl")
+    return edited(task(prompts=nowhere), "tasks.0.prompts", nowhere)(tmp, config)
+
+
+def _missing_policy(tmp: Path, config: dict[str, Any]) -> tuple[Path, list[str]]:
+    nowhere = str(tmp / "no-model")
+    return edited(lambda c: c["policy"].update(path=nowhere), "policy.path", nowhere)(tmp, config)
+
+
+def _missing_config(tmp: Path, config: dict[str, Any]) -> tuple[Path, list[str]]:
+    path = tmp / "absent.yaml"
+    return path, [str(path), "no such file"]
+
+
+BAD = [
+    pytest.param(edited(task(optimizer="sgd"), "tasks.0.optimizer", "sgd"), id="optimizer"),
+    pytest.param(
+        edited(lambda c: c["tasks"][0].pop("prompts"), "tasks.0.prompts"), id="no-prompts"
+    ),
+    pytest.param(edited(task(weight=0), "tasks", "weight"), id="weights-zero"),
+    pytest.param(_missing_prompts, id="prompts-file-missing"),
+    pytest.param(edited(task(kl_max=0), "tasks.0.kl_max"), id="kl-max-zero"),
+    pytest.param(edited(task(kl_max=-1.5), "tasks.0.kl_max", "-1.5"), id="kl-max-negative"),
+    pytest.param(_missing_policy, id="policy-path-missing"),
+    pytest.param(edited(lambda c: c.update(stage="rlhf"), "stage", "rlhf"), id="stage"),
+    pytest.param(edited(task(judges=["nope"]), "tasks.0.judges.0", "nope"), id="judge-name"),
+    pytest.param(edited(task(judges=["safety"]), "tasks.0.judges.0", "safety"), id="llm-judge"),
+    pytest.param(edited(lambda c: c.update(bogus=1), "bogus"), id="top-level-field"),
+    pytest.param(raw_text("- a\n- b\n", "mapping"), id="not-a-mapping"),
+    pytest.param(raw_text("a: [1, 2\nb: c\n", "YAML"), id="invalid-yaml"),
+    pytest.param(_missing_config, id="config-missing"),
+]
+
+
+@pytest.mark.parametrize("build", BAD)
+def test_bad_config_is_one_error_line(monkeypatch, capsys, tmp_path, build) -> None:
+    config = valid_config(tmp_path)
+    path, expect = build(tmp_path, config)
+    monkeypatch.setattr(sys, "argv", ["rlguard", "train", str(path), "--no-progress"])
+    with pytest.raises(SystemExit) as info:
+        main()
+    out, err = capsys.readouterr()
+    assert info.value.code == 2, err
+    assert out == ""
+    assert "Traceback" not in err
+    assert len(err.splitlines()) == 1, repr(err)
+    assert err.startswith("error:") and err.endswith("\n")
+    for text in expect:
+        assert text in err, (text, err)
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_valid_config_passes_validation(tmp_path) -> None:
+    """The cases above differ from a config that parses, so each error is the one edited in."""
+    from rlguard.train.config import CGPOConfig, check_paths, parse_config
+
+    config = parse_config(CGPOConfig, valid_config(tmp_path), "ok.yaml")
+    check_paths(config.local_paths(), "ok.yaml")
