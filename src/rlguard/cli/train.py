@@ -26,6 +26,8 @@ def train(
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
 ) -> None:
     """Train one stage (sft, reward, dpo or cgpo) from a YAML config; resumes if interrupted."""
+    from transformers.utils import logging as hf_logging
+
     from rlguard.cluster.registry import RULES, RuleParams
     from rlguard.train.config import CGPOConfig, check_paths, load_yaml, parse_config
     from rlguard.train.offline import (
@@ -37,6 +39,7 @@ def train(
         run_sft,
     )
 
+    hf_logging.disable_progress_bar()  # per-shard load/save bars would bury our own progress
     raw = load_yaml(config)
     stage = raw.pop("stage", "cgpo")
     if stage not in STAGES:
