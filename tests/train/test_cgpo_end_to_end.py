@@ -86,3 +86,18 @@ def test_an_interrupted_run_resumes_to_the_same_weights(toy, monkeypatch):
         return [(e["step"], e["score"], e["proxy"], e["loss"]) for e in events(root / run)]
 
     assert scores("resumed") == scores("straight")
+
+
+def test_an_eval_hook_stops_the_run_and_keeps_its_checkpoint(toy):
+    root, policy = toy
+    config = toy_config(root, policy, "stopped", steps=9, eval_every=3, save_every=100)
+    seen = []
+
+    def stop_at_step_3(event):
+        seen.append(event["step"])
+        return "3 consecutive eval declines" if event["step"] == 3 else None
+
+    summary = CGPOTrainer(config, eval_hooks=[stop_at_step_3], progress=False).train()
+    assert seen == [0, 3]
+    assert summary["stopped"] == "3 consecutive eval declines" and summary["steps"] == 3
+    assert (root / "stopped" / "checkpoints" / "step-000003" / "policy.safetensors").is_file()

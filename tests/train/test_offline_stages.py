@@ -4,7 +4,6 @@ on the toy world: each improves its own objective and saves an HF model that loa
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ import torch
 import yaml
 from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification, AutoTokenizer
 
-from rlguard.cli import main
+from cli_runner import cli
 from rlguard.train import offline, toy
 from rlguard.train.logprobs import token_logprobs
 from rlguard.train.rewards import ClassifierReward
@@ -71,19 +70,11 @@ def math_pairs(world: Path) -> list[dict[str, str]]:
     return pairs
 
 
-def run_cli(monkeypatch, capsys, config_path: Path) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["rlguard", "train", str(config_path), "--no-progress"])
-    with pytest.raises(SystemExit) as info:
-        main()
-    out, err = capsys.readouterr()
-    return (info.value.code or 0), out, err
-
-
 def train_stage(monkeypatch, capsys, tmp: Path, config: dict[str, Any]) -> Path:
     """Run a stage from its YAML; it prints one JSON object naming the saved model."""
     path = tmp / f"{config['stage']}.yaml"
     path.write_text(yaml.safe_dump(config))
-    code, out, err = run_cli(monkeypatch, capsys, path)
+    code, out, err = cli(monkeypatch, capsys, "train", str(path), "--no-progress")
     assert code == 0, err
     lines = out.splitlines()
     assert len(lines) == 1, out
@@ -206,7 +197,7 @@ def test_bad_data_row_is_one_error_line(
     data = write_jsonl(tmp_path / "data.jsonl", [good, bad])
     path = tmp_path / "stage.yaml"
     path.write_text(yaml.safe_dump(stage_config(world, tmp_path, stage, data)))
-    code, out, err = run_cli(monkeypatch, capsys, path)
+    code, out, err = cli(monkeypatch, capsys, "train", str(path), "--no-progress")
     assert code == 2
     assert out == "" and "Traceback" not in err
     assert len(err.splitlines()) == 1 and err.startswith("error:"), err

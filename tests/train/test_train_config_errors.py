@@ -7,7 +7,6 @@ The configs fail before any model loads, so the policy "model" is an empty direc
 from __future__ import annotations
 
 import copy
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from rlguard.cli import main
+from cli_runner import cli
 
 Build = Callable[[Path, dict[str, Any]], tuple[Path, list[str]]]
 
@@ -104,11 +103,8 @@ BAD = [
 def test_bad_config_is_one_error_line(monkeypatch, capsys, tmp_path, build) -> None:
     config = valid_config(tmp_path)
     path, expect = build(tmp_path, config)
-    monkeypatch.setattr(sys, "argv", ["rlguard", "train", str(path), "--no-progress"])
-    with pytest.raises(SystemExit) as info:
-        main()
-    out, err = capsys.readouterr()
-    assert info.value.code == 2, err
+    code, out, err = cli(monkeypatch, capsys, "train", str(path), "--no-progress")
+    assert code == 2, err
     assert out == ""
     assert "Traceback" not in err
     assert len(err.splitlines()) == 1, repr(err)
@@ -124,3 +120,11 @@ def test_the_valid_config_passes_validation(tmp_path) -> None:
 
     config = parse_config(CGPOConfig, valid_config(tmp_path), "ok.yaml")
     check_paths(config.local_paths(), "ok.yaml")
+
+
+def test_an_unknown_stop_rule_is_a_usage_error(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "any.yaml"
+    path.write_text("stage: sft\n")
+    code, out, err = cli(monkeypatch, capsys, "train", str(path), "--stop-rule", "sometimes")
+    assert code == 2 and out == ""
+    assert err.strip().startswith("error: option --stop-rule: unknown name 'sometimes'")
