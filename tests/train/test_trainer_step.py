@@ -141,3 +141,20 @@ def test_crraft_falls_back_to_a_passing_baseline(world):
     task.sample = lambda seed, step, index: [0, 1]
     _, metrics = trainer.task_loss(0, step=1)
     assert metrics["a/fallback"] == 1.0 and metrics["a/selected"] == 0.0
+
+
+def test_eval_event_scores_gold_when_given_else_the_pass_rate(world):
+    trainer = make_trainer(world)
+    trainer.tasks[0].gold = lambda prompts, completions: [
+        1.0 if "5" in c else 0.0 for c in completions
+    ]
+    result = trainer.evaluate(step=0)
+    # FixedRollout answers the two eval prompts with ANSWERS[0] (says 5) and ANSWERS[1] (says 4)
+    assert result["metrics"]["eval/a/gold"] == 0.5
+    assert result["metrics"]["eval/a/constraint_satisfaction"] == 0.5
+    trainer.tasks[0].gold = lambda prompts, completions: [1.0, 1.0]
+    result = trainer.evaluate(step=0)
+    assert result["metrics"]["eval/b/constraint_satisfaction"] == 0.5
+    assert result["event"]["score"] == pytest.approx(0.7 * 1.0 + 0.3 * 0.5)
+    proxy = (len(ANSWERS[0]) + len(ANSWERS[1])) / 2 / 10
+    assert result["event"]["proxy"] == pytest.approx(proxy)

@@ -71,6 +71,9 @@ class TaskConfig(Strict):
     eval_prompts: str | None = Field(None, description="held-out prompts for evaluation")
     split: str = Field("train", description="split, when prompts is an HF datasets directory")
     reward: RewardSpec
+    gold: RewardSpec | None = Field(
+        None, description="held-out gold metric; the task's eval score when given"
+    )
     judges: list[JudgeSpec] = Field(default_factory=list)
     optimizer: Optimizer = "crpg"
     weight: float = Field(1.0, ge=0, description="rho: this task's share of each policy step")
@@ -147,8 +150,9 @@ class CGPOConfig(Strict):
             paths.append((f"tasks.{i}.prompts", task.prompts))
             if task.eval_prompts is not None:
                 paths.append((f"tasks.{i}.eval_prompts", task.eval_prompts))
-            if task.reward.model is not None:
-                paths.append((f"tasks.{i}.reward.model", task.reward.model))
+            for name, spec in (("reward", task.reward), ("gold", task.gold)):
+                if spec is not None and spec.model is not None:
+                    paths.append((f"tasks.{i}.{name}.model", spec.model))
         return paths
 
 

@@ -30,6 +30,7 @@ class Task:
     eval_prompts: Prompts
     judges: MixtureOfJudges
     reward: RewardFunction
+    gold: RewardFunction | None = None  # held-out quality the policy never trains on
     baselines: dict[int, Baseline] = field(default_factory=dict)
 
     @property
@@ -64,4 +65,5 @@ def load_task(config: TaskConfig, where: str, reward: RewardFunction | None = No
     )
     judges = MixtureOfJudges([build_judge(spec) for spec in config.judges])
     reward = reward if reward is not None else load_reward(config.reward, f"{where}.reward")
-    return Task(config, prompts, eval_prompts, judges, reward)
+    gold = load_reward(config.gold, f"{where}.gold") if config.gold else None
+    return Task(config, prompts, eval_prompts, judges, reward, gold)

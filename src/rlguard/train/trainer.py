@@ -185,10 +185,11 @@ class CGPOTrainer:
 
     @torch.no_grad()
     def evaluate(self, step: int) -> dict[str, Any]:
-        """Greedy answers to each task's held-out prompts, judged: the world's view of the policy.
+        """Answers to each task's held-out prompts, judged: the world's view of the policy.
 
-        The event's score is the rho-weighted constraint-satisfaction rate; its proxy the
-        rho-weighted reward-model score (the number a hacking run keeps raising)."""
+        A task's eval score is its gold metric if it has one, else its constraint-satisfaction
+        rate; the event's score is their rho-weighted mean, its proxy the rho-weighted
+        reward-model score (the number a hacking run keeps raising)."""
         torch.manual_seed(self.args.seed)  # every evaluation draws the same sampling noise
         metrics: dict[str, float] = {}
         score_sum = proxy_sum = 0.0
@@ -209,7 +210,11 @@ class CGPOTrainer:
                 {f"eval/{task.name}/judge/{k}": v for k, v in task.judges.pass_rates().items()}
             )
             task.judges.reset()
-            score_sum += task.config.weight * pass_rate
+            task_score = pass_rate
+            if task.gold is not None:
+                task_score = float(score(task.gold, prompts.texts, rollouts.texts).mean())
+                metrics[f"eval/{task.name}/gold"] = task_score
+            score_sum += task.config.weight * task_score
             proxy_sum += task.config.weight * reward
         event = {
             "job_id": self.args.run_name or self.output_dir.name,
