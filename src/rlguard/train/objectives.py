@@ -45,15 +45,25 @@ class ScoredRollouts:
     prompts: list[str]  # the P distinct prompts
     passed: torch.Tensor  # [N] bool: every judge returned 1
     rewards: torch.Tensor  # [N] reward-model scores
-    calibrated: torch.Tensor  # [N] sigmoid(r - r(a_bar))
-    old_logp: torch.Tensor  # [N, C] policy at sampling time
     ref_logp: torch.Tensor  # [N, C] frozen reference
-    baselines: list[str]  # a_bar per prompt
-    baseline_passed: torch.Tensor  # [P] bool
+    # a no-grad pass of the policy, only for optimizers that train on a subset of the samples
+    # (the others set it from their own forward: with one update per batch they are equal)
+    old_logp: torch.Tensor | None = None  # [N, C] policy at sampling time
+    # only for optimizers in NEEDS_BASELINE:
+    calibrated: torch.Tensor | None = None  # [N] sigmoid(r - r(a_bar))
+    baselines: list[str] | None = None  # a_bar per prompt
+    baseline_passed: torch.Tensor | None = None  # [P] bool
+
+    def on_policy(self, logp: torch.Tensor) -> torch.Tensor:
+        """Record the policy's own token log-probs as the sampling-time ones; returns them."""
+        self.old_logp = logp.detach()
+        return logp
 
     @property
     def log_ratio(self) -> torch.Tensor:
         """Sequence-level log(pi / pi_ref) at sampling time, [N]."""
+        if self.old_logp is None:
+            raise ValueError("no sampling-time log-probs: call on_policy or compute old_logp")
         return (self.old_logp - self.ref_logp).sum(dim=1)
 
     def grouped(self, values: torch.Tensor) -> torch.Tensor:
@@ -72,8 +82,8 @@ Objective = Callable[[Models, ScoredRollouts, TaskConfig], tuple[torch.Tensor, S
 
 
 def crpg(models: Models, batch: ScoredRollouts, cfg: TaskConfig) -> tuple[torch.Tensor, Stats]:
+    seq_logp = batch.on_policy(token_logprobs(models.policy, batch.rollouts)).sum(dim=1)
     weights = crpg_weights(batch.calibrated, batch.passed, batch.log_ratio, cfg.kl_max)
-    seq_logp = token_logprobs(models.policy, batch.rollouts).sum(dim=1)
     return crpg_loss(seq_logp, weights), {"weight_mean": float(weights.mean())}
 
 
@@ -131,7 +141,7 @@ def codpo(models: Models, batch: ScoredRollouts, cfg: TaskConfig) -> tuple[torch
 
 def grpo(models: Models, batch: ScoredRollouts, cfg: TaskConfig) -> tuple[torch.Tensor, Stats]:
     advantages = group_advantages(batch.grouped(batch.rewards)).flatten()
-    logp = token_logprobs(models.policy, batch.rollouts)
+    logp = batch.on_policy(token_logprobs(models.policy, batch.rollouts))
     return grpo_loss(
         logp,
         batch.old_logp,
@@ -147,12 +157,12 @@ def ppo(models: Models, batch: ScoredRollouts, cfg: TaskConfig) -> tuple[torch.T
     if models.critic is None:
         raise ValueError("PPO needs a critic")
     mask = batch.rollouts.completion_mask
+    logp = batch.on_policy(token_logprobs(models.policy, batch.rollouts))
     values = completion_outputs(models.critic, batch.rollouts).squeeze(-1) * mask
     old_values = values.detach()
     rewards = token_rewards(batch.rewards, batch.old_logp, batch.ref_logp, mask, cfg.kl_coef)
     advantages, returns = gae(rewards, old_values, mask, cfg.gamma, cfg.gae_lambda)
     advantages = whiten(advantages, mask)
-    logp = token_logprobs(models.policy, batch.rollouts)
     policy_loss, clipfrac = ppo_policy_loss(logp, batch.old_logp, advantages, mask, cfg.clip_eps)
     value_loss = ppo_value_loss(values, old_values, returns, mask, cfg.clip_eps)
     stats = {"clipfrac": clipfrac, "value_loss": float(value_loss)}
@@ -163,6 +173,9 @@ def _zero(model: nn.Module) -> torch.Tensor:
     """A zero loss on the graph: backward() stays uniform when a task has nothing to learn."""
     return sum(p.sum() for p in model.parameters() if p.requires_grad) * 0.0
 
+
+NEEDS_BASELINE = frozenset({"crpg", "crraft"})  # use R_calib, hence a_bar
+NEEDS_OLD_LOGP = frozenset({"crraft", "codpo"})  # train on a subset, judge all samples' KL
 
 OBJECTIVES: dict[str, Objective] = {
     "crpg": crpg,
