@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import torch
-from transformers import LlamaConfig, LlamaForCausalLM
-
 from rlguard.train.tokenizer import train_tokenizer
+from rlguard.train.toy import tiny_llama
 
 CORPUS = [
     "Question: what is 2 + 3? Think, then end with: The final answer is 5.",
@@ -20,17 +18,4 @@ def tiny_tokenizer(vocab_size: int = 300):
 
 
 def tiny_causal_lm(tokenizer, seed: int = 0, hidden_size: int = 32, layers: int = 2):
-    torch.manual_seed(seed)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=hidden_size,
-        intermediate_size=2 * hidden_size,
-        num_hidden_layers=layers,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=256,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-    )
-    return LlamaForCausalLM(config).eval()
+    return tiny_llama(tokenizer, hidden_size, layers, max_positions=256, seed=seed).eval()

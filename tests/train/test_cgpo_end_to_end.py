@@ -19,10 +19,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory):
     root = tmp_path_factory.mktemp("toy")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield root, sft_toy(root, seed=1)
-    torch.set_num_threads(threads)
+    return root, sft_toy(root, seed=1)
 
 
 def events(run_dir):

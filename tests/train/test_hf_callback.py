@@ -30,15 +30,6 @@ from tiny_models import CORPUS, tiny_causal_lm, tiny_tokenizer
 HUMP = [0.2, 0.4, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.1, 0.1]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """A hidden-32 model gains nothing from threads and slows down a lot on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def tokenizer():
     return tiny_tokenizer()

@@ -19,14 +19,6 @@ from rlguard.train.rewards import ClassifierReward
 from rlguard.train.rollout import encode_completions
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("toy")

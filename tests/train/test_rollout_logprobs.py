@@ -13,14 +13,6 @@ EOS = 2
 PROMPTS = ["Question: what is 2 + 3? ", "Write", "Is the response safe? Yes or no. "]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def tokenizer():
     return tiny_tokenizer()

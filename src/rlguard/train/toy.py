@@ -15,7 +15,8 @@ import random
 from pathlib import Path
 from typing import Any
 
-from transformers import LlamaConfig, LlamaForCausalLM
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerBase
 
 from rlguard.train.tokenizer import train_tokenizer
 
@@ -69,6 +70,31 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
 
 
+def tiny_llama(
+    tokenizer: PreTrainedTokenizerBase,
+    hidden_size: int = 64,
+    layers: int = 2,
+    max_positions: int = 128,
+    seed: int = 0,
+) -> LlamaForCausalLM:
+    """A randomly initialised Llama sized for CPU tests, seeded so a world is reproducible."""
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=max_positions,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        tie_word_embeddings=True,
+    )
+    return LlamaForCausalLM(config)
+
+
 def build(root: Path, seed: int = 0, hidden_size: int = 64, layers: int = 2) -> dict[str, Path]:
     """Write the toy world under `root`; returns the paths a config needs."""
     rng = random.Random(seed)
@@ -89,20 +115,7 @@ def build(root: Path, seed: int = 0, hidden_size: int = 64, layers: int = 2) -> 
     write_jsonl(root / "sft.jsonl", sft)
     write_jsonl(root / "preferences.jsonl", preferences)
     tokenizer = train_tokenizer(corpus * 4, vocab_size=320)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=hidden_size,
-        intermediate_size=2 * hidden_size,
-        num_hidden_layers=layers,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=128,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-        tie_word_embeddings=True,
-    )
-    model = LlamaForCausalLM(config)
+    model = tiny_llama(tokenizer, hidden_size, layers, seed=seed)
     model.save_pretrained(root / "base", safe_serialization=True)
     tokenizer.save_pretrained(root / "base")
     return {"root": root, "base": root / "base", "sft": root / "sft.jsonl"}
