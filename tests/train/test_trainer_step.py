@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from rlguard.train.config import CGPOConfig
+from rlguard.train.logprobs import token_logprobs
 from rlguard.train.rollout import encode_completions
 from rlguard.train.trainer import CGPOTrainer
 from tiny_models import tiny_causal_lm, tiny_tokenizer
@@ -158,3 +159,35 @@ def test_eval_event_scores_gold_when_given_else_the_pass_rate(world):
     assert result["event"]["score"] == pytest.approx(0.7 * 1.0 + 0.3 * 0.5)
     proxy = (len(ANSWERS[0]) + len(ANSWERS[1])) / 2 / 10
     assert result["event"]["proxy"] == pytest.approx(proxy)
+
+
+def test_lora_policy_uses_its_base_as_reference_and_checkpoints_only_adapters(world, tmp_path):
+    from safetensors.torch import load_file
+
+    from rlguard.train import checkpoint
+
+    _, tokenizer = world
+    base = make_trainer(world).args.model_dump()
+    config = CGPOConfig.model_validate({**base, "lora": {"r": 4, "alpha": 8}})
+    trainer = CGPOTrainer(
+        config,
+        model=tiny_causal_lm(tokenizer),
+        processing_class=tokenizer,
+        reward_funcs={"a": length_reward, "b": length_reward},
+        rollout_engine=FixedRollout(tokenizer),
+        progress=False,
+    )
+    batch = trainer.score(trainer.tasks[0], [0, 1])
+    policy_logp = token_logprobs(trainer.models.policy, batch.rollouts)
+    torch.testing.assert_close(policy_logp, batch.ref_logp)  # LoRA's B starts at zero
+    trainer.training_step(1)
+    after = token_logprobs(trainer.models.policy, batch.rollouts)
+    with trainer.reference.context():
+        reference = token_logprobs(trainer.reference.model, batch.rollouts)
+    torch.testing.assert_close(reference, batch.ref_logp)  # the base did not move
+    assert not torch.allclose(after, batch.ref_logp)
+    path = checkpoint.save_checkpoint(
+        tmp_path, 1, trainer._trained(), trainer.optimizer, {"best_score": None}
+    )
+    saved = load_file(path / "policy.safetensors")
+    assert saved and all("lora_" in name for name in saved)
