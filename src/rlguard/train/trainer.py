@@ -176,7 +176,7 @@ class CGPOTrainer:
         if batch.calibrated is not None:
             stats["calibrated_reward"] = float(batch.calibrated.mean())
         metrics = {
-            "loss": float(loss),
+            "loss": float(loss.detach()),
             "constraint_satisfaction": float(batch.passed.float().mean()),
             "reward": float(batch.rewards.mean()),
             "kl": float(batch.log_ratio.mean()),

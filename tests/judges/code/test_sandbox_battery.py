@@ -14,6 +14,7 @@ import os
 import resource
 import socket
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -282,9 +283,14 @@ assert None in errors, errors
 
 
 # A spawned interpreter has no audit hook (multiprocessing starts it through _posixsubprocess,
-# which raises no audit event): only kernel-level protections are left in it.
+# which raises no audit event): only kernel-level protections are left in it. It runs the base
+# interpreter, not sys.executable, and does not re-run the bootstrap script: a checkout under
+# /tmp (a fresh clone in CI) is hidden by the sandbox's private /tmp.
+BASE_PYTHON = os.path.realpath(sys.executable)
 WITHOUT_HOOK = """
-import multiprocessing
+import multiprocessing, sys
+multiprocessing.set_executable({python!r})
+sys.modules["__main__"].__dict__.pop("__file__", None)
 process = multiprocessing.get_context("spawn").Process(target=exec, args=({code!r},))
 process.start()
 process.join(10)
@@ -299,7 +305,7 @@ def test_network_namespace_holds_without_the_hook(caps, listener):
         "import socket; print('hookless', flush=True); "
         f"socket.create_connection(('127.0.0.1', {port}), 1); print('connected', flush=True)"
     )
-    result = run_program(WITHOUT_HOOK.format(code=code), LIMITS)
+    result = run_program(WITHOUT_HOOK.format(code=code, python=BASE_PYTHON), LIMITS)
     assert "hookless" in result.stdout_tail and "connected" not in result.stdout_tail
     assert "Network is unreachable" in result.stderr_tail
     assert_no_connection(listener)
@@ -329,7 +335,7 @@ def test_the_sandbox_uid_cannot_kill_the_judge_without_the_hook(caps):
         f"import os, signal; print('hookless', flush=True); os.kill({me}, signal.SIGKILL); "
         f"os.killpg(os.getpgid({me}), signal.SIGKILL)"
     )
-    result = run_program(WITHOUT_HOOK.format(code=code), LIMITS)
+    result = run_program(WITHOUT_HOOK.format(code=code, python=BASE_PYTHON), LIMITS)
     assert "hookless" in result.stdout_tail and "PermissionError" in result.stderr_tail
 
 
