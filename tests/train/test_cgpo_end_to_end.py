@@ -98,3 +98,6 @@ def test_an_eval_hook_stops_the_run_and_keeps_its_checkpoint(toy):
     assert seen == [0, 3]
     assert summary["stopped"] == "3 consecutive eval declines" and summary["steps"] == 3
     assert (root / "stopped" / "checkpoints" / "step-000003" / "policy.safetensors").is_file()
+    again = CGPOTrainer(config, eval_hooks=[stop_at_step_3], progress=False).train()
+    assert again["steps"] == 3 and again["stopped"] == summary["stopped"]  # it stays stopped
+    assert seen == [0, 3, 0, 3]  # the resumed rule was given the run's eval history

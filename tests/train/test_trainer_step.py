@@ -107,7 +107,7 @@ def test_the_baseline_answer_has_calibrated_reward_one_half(world):
     trainer = make_trainer(world)
     task = trainer.tasks[0]
     rows = [0, 1]
-    batch = trainer.score(task, rows)
+    batch = trainer.sample_and_score(task, rows)
     assert [task.baselines[r].text for r in rows] == ["It is 5.", "Five."]
     # the reward of a_bar against itself: sigmoid(r(a_bar) - r(a_bar)) = 0.5 exactly
     a_bar = torch.tensor([task.baselines[r].reward for r in rows])
@@ -177,7 +177,7 @@ def test_lora_policy_uses_its_base_as_reference_and_checkpoints_only_adapters(wo
         rollout_engine=FixedRollout(tokenizer),
         progress=False,
     )
-    batch = trainer.score(trainer.tasks[0], [0, 1])
+    batch = trainer.sample_and_score(trainer.tasks[0], [0, 1])
     policy_logp = token_logprobs(trainer.models.policy, batch.rollouts)
     torch.testing.assert_close(policy_logp, batch.ref_logp)  # LoRA's B starts at zero
     trainer.training_step(1)

@@ -19,9 +19,10 @@ import torch
 from rich.progress import Progress
 from transformers import AutoModelForTokenClassification, PreTrainedModel, PreTrainedTokenizerBase
 
-from rlguard.io import atomic_path
+from rlguard.io import write_json
 from rlguard.train import checkpoint
 from rlguard.train.config import CGPOConfig
+from rlguard.train.evaluation import evaluate
 from rlguard.train.logprobs import token_logprobs
 from rlguard.train.metrics_log import MetricsLog, truncate_after
 from rlguard.train.models import Reference, add_lora, freeze, load_causal_lm, load_tokenizer
@@ -124,7 +125,8 @@ class CGPOTrainer:
             texts.update(zip(to_sample, sampled.texts, strict=True))
         task.add_baselines(missing, [texts[r] for r in missing])
 
-    def score(self, task: Task, rows: list[int]) -> ScoredRollouts:
+    def sample_and_score(self, task: Task, rows: list[int]) -> ScoredRollouts:
+        """K completions per prompt of `rows`, judged, scored, with reference log-probs."""
         cfg = task.config
         prompts = task.prompts.take(rows)
         rollouts = self.rollout.generate(prompts.texts, cfg.k, cfg.max_new_tokens, cfg.temperature)
@@ -171,7 +173,7 @@ class CGPOTrainer:
         task = self.tasks[index]
         if task.config.optimizer in NEEDS_BASELINE:
             self.prefetch_baselines(index, step)
-        batch = self.score(task, task.sample(self.args.seed, step, index))
+        batch = self.sample_and_score(task, task.sample(self.args.seed, step, index))
         loss, stats = OBJECTIVES[task.config.optimizer](self.models, batch, task.config)
         if batch.calibrated is not None:
             stats["calibrated_reward"] = float(batch.calibrated.mean())
@@ -207,57 +209,29 @@ class CGPOTrainer:
         self.optimizer.step()
         return {**metrics, "grad_norm": float(grad_norm)}
 
-    # ----- evaluation -------------------------------------------------------------------------
-
-    @torch.no_grad()
     def evaluate(self, step: int) -> dict[str, Any]:
-        """Answers to each task's held-out prompts, judged: the world's view of the policy.
-
-        A task's eval score is its gold metric if it has one, else its constraint-satisfaction
-        rate; the event's score is their rho-weighted mean, its proxy the rho-weighted
-        reward-model score (the number a hacking run keeps raising)."""
-        torch.manual_seed(self.args.seed)  # every evaluation draws the same sampling noise
-        metrics: dict[str, float] = {}
-        score_sum = proxy_sum = 0.0
-        total = sum(t.config.weight for t in self.tasks)
-        for task in self.tasks:
-            prompts = task.eval_prompts.take(
-                list(range(min(self.args.eval_prompts, len(task.eval_prompts))))
-            )
-            rollouts = self.rollout.generate(
-                prompts.texts, 1, task.config.max_new_tokens, self.args.eval_temperature
-            )
-            verdicts = task.judges.judge(prompts.texts, rollouts.texts, prompts.metadata)
-            pass_rate = sum(v == 1 for v in verdicts) / len(verdicts)
-            reward = float(score(task.reward, prompts.texts, rollouts.texts).mean())
-            metrics[f"eval/{task.name}/constraint_satisfaction"] = pass_rate
-            metrics[f"eval/{task.name}/reward"] = reward
-            metrics.update(
-                {f"eval/{task.name}/judge/{k}": v for k, v in task.judges.pass_rates().items()}
-            )
-            task.judges.reset()
-            task_score = pass_rate
-            if task.gold is not None:
-                task_score = float(score(task.gold, prompts.texts, rollouts.texts).mean())
-                metrics[f"eval/{task.name}/gold"] = task_score
-            score_sum += task.config.weight * task_score
-            proxy_sum += task.config.weight * reward
+        """The eval event at `step` (what EvalStop consumes) and the eval metrics."""
+        args = self.args
+        result = evaluate(
+            self.tasks, self.rollout, args.eval_prompts, args.eval_temperature, args.seed
+        )
         event = {
-            "job_id": self.args.run_name or self.output_dir.name,
+            "job_id": args.run_name or self.output_dir.name,
             "kind": "rlhf",
             "step": step,
-            "progress": step / self.args.steps,
-            "score": score_sum / total,
+            "progress": step / args.steps,
+            "score": result.score,
             "loss": self.last_loss,
-            "proxy": proxy_sum / total,
+            "proxy": result.proxy,
         }
-        return {"event": event, "metrics": metrics}
+        return {"event": event, "metrics": result.metrics}
 
     # ----- the loop ---------------------------------------------------------------------------
 
     def _state(self) -> dict[str, Any]:
         return {
             "best_score": self.best_score,
+            "stop_reason": self.stop_reason,
             "baselines": {
                 t.name: {str(r): vars(b) for r, b in t.baselines.items()} for t in self.tasks
             },
@@ -270,10 +244,16 @@ class CGPOTrainer:
         step, path = found[-1]
         state = checkpoint.load_checkpoint(path, self._trained(), self.optimizer)
         self.best_score = state["best_score"]
+        self.stop_reason = state["stop_reason"]
         for task in self.tasks:
             saved = state["baselines"].get(task.name, {})
             task.baselines = {int(r): Baseline(**b) for r, b in saved.items()}
-        truncate_after(self.output_dir / "eval_events.jsonl", step)
+        events = self.output_dir / "eval_events.jsonl"
+        truncate_after(events, step)
+        for line in events.read_text().splitlines() if events.is_file() else []:
+            for hook in self.eval_hooks:  # a stop rule picks up the history it had
+                hook(json.loads(line))
+        self.step = step
         return step
 
     def _save_best(self) -> None:
@@ -304,9 +284,10 @@ class CGPOTrainer:
         if start == 0:
             self._on_eval(0, log)
         began = time.perf_counter()
+        last = start if self.stop_reason else self.args.steps  # a stopped run stays stopped
         with Progress(disable=not self.progress, transient=True) as bar:
             job = bar.add_task("cgpo", total=self.args.steps, completed=start)
-            for step in range(start + 1, self.args.steps + 1):
+            for step in range(start + 1, last + 1):
                 self.step = step
                 log.log(step, self.training_step(step))
                 if step % self.args.eval_every == 0 or step == self.args.steps:
@@ -331,6 +312,5 @@ class CGPOTrainer:
             "stopped": self.stop_reason,
             "wall_s": round(time.perf_counter() - began, 2),
         }
-        with atomic_path(self.output_dir / "summary.json") as tmp:
-            tmp.write_text(json.dumps(summary, indent=2) + "\n")
+        write_json(self.output_dir / "summary.json", summary)
         return summary

@@ -1,0 +1,52 @@
+"""Periodic evaluation: the policy's answers to each task's held-out prompts, judged and scored.
+
+This is the world's view of the policy. A task's eval score is its gold metric when it has one,
+else its judges' pass rate; the run's score is their rho-weighted mean, and its proxy the
+rho-weighted reward-model score (the number a hacking run keeps raising).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from rlguard.train.rewards import score
+from rlguard.train.rollout import RolloutEngine
+from rlguard.train.tasks import Task
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    score: float
+    proxy: float
+    metrics: dict[str, float]
+
+
+@torch.no_grad()
+def evaluate(
+    tasks: Sequence[Task], rollout: RolloutEngine, prompts: int, temperature: float, seed: int
+) -> Evaluation:
+    torch.manual_seed(seed)  # every evaluation draws the same sampling noise
+    metrics: dict[str, float] = {}
+    score_sum = proxy_sum = 0.0
+    for task in tasks:
+        held_out = task.eval_prompts.take(list(range(min(prompts, len(task.eval_prompts)))))
+        answers = rollout.generate(held_out.texts, 1, task.config.max_new_tokens, temperature)
+        verdicts = task.judges.judge(held_out.texts, answers.texts, held_out.metadata)
+        pass_rate = sum(v == 1 for v in verdicts) / len(verdicts)
+        reward = float(score(task.reward, held_out.texts, answers.texts).mean())
+        name = f"eval/{task.name}"
+        metrics[f"{name}/constraint_satisfaction"] = pass_rate
+        metrics[f"{name}/reward"] = reward
+        metrics.update({f"{name}/judge/{k}": v for k, v in task.judges.pass_rates().items()})
+        task.judges.reset()
+        task_score = pass_rate
+        if task.gold is not None:
+            task_score = float(score(task.gold, held_out.texts, answers.texts).mean())
+            metrics[f"{name}/gold"] = task_score
+        score_sum += task.config.weight * task_score
+        proxy_sum += task.config.weight * reward
+    total = sum(t.config.weight for t in tasks)
+    return Evaluation(score_sum / total, proxy_sum / total, metrics)
