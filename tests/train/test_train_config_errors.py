@@ -128,3 +128,14 @@ def test_an_unknown_stop_rule_is_a_usage_error(tmp_path, monkeypatch, capsys):
     code, out, err = cli(monkeypatch, capsys, "train", str(path), "--stop-rule", "sometimes")
     assert code == 2 and out == ""
     assert err.strip().startswith("error: option --stop-rule: unknown name 'sometimes'")
+
+
+def test_the_stop_rule_hook_stops_on_k_declines_only():
+    from rlguard.cli.train import stop_rule_hook
+    from rlguard.cluster.registry import RULES, RuleParams
+
+    hook = stop_rule_hook(RULES["evalstop"](RuleParams(k=3, min_delta=0.01, warmup=2)))
+    scores = [0.2, 0.4, 0.6, 0.5, 0.4, 0.3]
+    base = {"job_id": "j", "kind": "rlhf", "progress": 0.0, "loss": 0.0, "proxy": None}
+    reasons = [hook({**base, "step": i, "score": s}) for i, s in enumerate(scores)]
+    assert reasons[:5] == [None] * 5 and reasons[5]

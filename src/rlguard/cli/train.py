@@ -7,15 +7,28 @@ or `cgpo` (the default: constrained multi-task RLHF).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from rlguard.cli.options import names
+from rlguard.cluster.events import EvalEvent
+from rlguard.cluster.stopping.base import StopRule
 from rlguard.errors import InputError
 
 STAGES = ("sft", "reward", "dpo", "cgpo")
+
+
+def stop_rule_hook(rule: StopRule) -> Callable[[dict[str, Any]], str | None]:
+    """A cluster stop rule as a CGPO eval hook: the stop reason, or None to go on."""
+
+    def hook(event: dict[str, Any]) -> str | None:
+        decision = rule.observe(EvalEvent(**event))
+        return decision.reason or "stop rule" if decision.stop else None
+
+    return hook
 
 
 def train(
@@ -48,14 +61,11 @@ def train(
         )
     rule = RULES[names(stop_rule, list(RULES), "--stop-rule", allow_many=False)[0]](RuleParams())
     if stage == "cgpo":
-        from rlguard.cluster.events import EvalEvent
         from rlguard.train.trainer import CGPOTrainer
 
         cfg = parse_config(CGPOConfig, raw, config)
         check_paths(cfg.local_paths(), config)
-        hooks = []
-        if rule is not None:
-            hooks.append(lambda event: rule.observe(EvalEvent(**event)).reason or None)
+        hooks = [stop_rule_hook(rule)] if rule is not None else []
         summary = CGPOTrainer(cfg, eval_hooks=hooks, progress=progress).train()
         print(json.dumps(summary))
         return
