@@ -74,3 +74,13 @@ def test_bad_json_unknown_judge_and_llm_without_model(tmp_path, monkeypatch, cap
     assert code == 2 and "needs exactly one of model or endpoint" in stderr
     code, _, stderr = cli(monkeypatch, capsys, "judge", str(tmp_path / "missing.jsonl"))
     assert code == 2 and "no such file" in stderr
+
+
+def test_a_missing_judge_model_is_one_line(tmp_path, monkeypatch, capsys):
+    good = write(tmp_path / "in.jsonl", ROWS[:1])
+    missing = tmp_path / "no-model"
+    code, _, stderr = cli(
+        monkeypatch, capsys, "judge", str(good), "--judges", "safety", "--judge-model", str(missing)
+    )
+    assert code == 2
+    assert stderr == f"error: judge 'safety': model: no such directory {missing}\n"

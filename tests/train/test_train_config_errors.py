@@ -74,6 +74,12 @@ def _missing_policy(tmp: Path, config: dict[str, Any]) -> tuple[Path, list[str]]
     return edited(lambda c: c["policy"].update(path=nowhere), "policy.path", nowhere)(tmp, config)
 
 
+def _missing_judge_model(tmp: Path, config: dict[str, Any]) -> tuple[Path, list[str]]:
+    nowhere = str(tmp / "no-judge")
+    judges = [{"name": "safety", "model": nowhere}]
+    return edited(task(judges=judges), "tasks.0.judges.0.model", nowhere)(tmp, config)
+
+
 def _missing_config(tmp: Path, config: dict[str, Any]) -> tuple[Path, list[str]]:
     path = tmp / "absent.yaml"
     return path, [str(path), "no such file"]
@@ -95,6 +101,7 @@ BAD = [
     pytest.param(edited(lambda c: c.update(bogus=1), "bogus"), id="top-level-field"),
     pytest.param(raw_text("- a\n- b\n", "mapping"), id="not-a-mapping"),
     pytest.param(raw_text("a: [1, 2\nb: c\n", "YAML"), id="invalid-yaml"),
+    pytest.param(_missing_judge_model, id="judge-model-missing"),
     pytest.param(_missing_config, id="config-missing"),
 ]
 

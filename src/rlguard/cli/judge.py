@@ -39,8 +39,12 @@ def judge(
     batch_size: Annotated[int, typer.Option(min=1, help="rows judged per batch")] = 64,
 ) -> None:
     """Judge every row; one verdict row per input row, in order; pass rates on stderr."""
+    from transformers.utils import logging as hf_logging
+
     from rlguard.judges.mixture import MixtureOfJudges
     from rlguard.judges.registry import JudgeSpec, build_judge
+
+    hf_logging.disable_progress_bar()
 
     names = [n.strip() for n in judges.split(",") if n.strip()]
     try:

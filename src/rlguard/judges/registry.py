@@ -8,9 +8,11 @@ OpenAI-compatible endpoint that returns logprobs.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from rlguard.errors import InputError
 from rlguard.judges.base import Judge
 from rlguard.judges.code import CodeJudge
 from rlguard.judges.instructions import InstructionJudge
@@ -54,6 +56,8 @@ def build_judge(spec: JudgeSpec) -> Judge:
     from rlguard.judges.llm import HFBackend, LLMJudge, OpenAIBackend
 
     if spec.model is not None:
+        if not Path(spec.model).exists():  # offline: a model is a local directory
+            raise InputError(f"judge {spec.name!r}: model: no such directory {spec.model}")
         backend = HFBackend.from_pretrained(spec.model)
     else:
         backend = OpenAIBackend(spec.endpoint, spec.endpoint_model, api_key_env=spec.api_key_env)

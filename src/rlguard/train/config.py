@@ -150,6 +150,9 @@ class CGPOConfig(Strict):
             paths.append((f"tasks.{i}.prompts", task.prompts))
             if task.eval_prompts is not None:
                 paths.append((f"tasks.{i}.eval_prompts", task.eval_prompts))
+            for j, judge in enumerate(task.judges):
+                if judge.model is not None:
+                    paths.append((f"tasks.{i}.judges.{j}.model", judge.model))
             for name, spec in (("reward", task.reward), ("gold", task.gold)):
                 if spec is not None and spec.model is not None:
                     paths.append((f"tasks.{i}.{name}.model", spec.model))
