@@ -27,6 +27,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_simulator.py --out benchmarks/results/simulator.json
 	$(BIN)/python benchmarks/bench_train.py --out benchmarks/results/train.json
+	$(BIN)/python benchmarks/compare_optimizers_toy.py --out benchmarks/results/optimizers_toy.json
 
 # The paper's pipeline SFT -> reward model -> DPO warm-up -> CGPO on the toy world (CPU, ~1 min).
 train-example: $(STAMP)

@@ -8,9 +8,9 @@ import json
 import pytest
 import torch
 from safetensors.torch import load_file
-from toy_run import sft_toy, toy_config
 from transformers import AutoModelForCausalLM
 
+from rlguard.train.toy_runs import sft_toy, toy_config
 from rlguard.train.trainer import CGPOTrainer
 
 pytestmark = pytest.mark.slow

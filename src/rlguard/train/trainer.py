@@ -201,7 +201,7 @@ class CGPOTrainer:
                 continue
             loss, task_metrics = self.task_loss(index, step)
             (task.config.weight * loss).backward()
-            total += task.config.weight * float(loss)
+            total += task.config.weight * float(loss.detach())
             metrics.update(task_metrics)
         self.last_loss = total
         params = [p for group in self.optimizer.param_groups for p in group["params"]]

@@ -1,4 +1,5 @@
-"""A toy world and CGPO configs over it, shared by the end-to-end training tests."""
+"""Runs over the toy world: its SFT policy and CGPO configs, shared by the end-to-end tests and
+the optimizer comparison benchmark."""
 
 from __future__ import annotations
 
