@@ -47,7 +47,7 @@ def world(tmp_path):
     return tmp_path, tokenizer
 
 
-def make_trainer(world, optimizers=("crpg", "crpg"), weights=(0.7, 0.3), **task):
+def make_trainer(world, optimizers=("crpg", "crpg"), weights=(0.7, 0.3), loop=None, **task):
     root, tokenizer = world
     tasks = [
         {
@@ -67,9 +67,7 @@ def make_trainer(world, optimizers=("crpg", "crpg"), weights=(0.7, 0.3), **task)
         output_dir=str(root / "out"),
         policy={"config": {"model_type": "llama"}, "tokenizer": "unused"},
         tasks=tasks,
-        max_grad_norm=1e9,
-        learning_rate=1e-3,
-        tensorboard=False,
+        **{"max_grad_norm": 1e9, "learning_rate": 1e-3, "tensorboard": False, **(loop or {})},
     )
     model = tiny_causal_lm(tokenizer)
     return CGPOTrainer(
@@ -93,7 +91,7 @@ def test_a_multi_task_step_is_the_rho_weighted_sum_of_task_gradients(world):
     for index in range(2):
         policy.zero_grad()
         torch.manual_seed(0)
-        trainer.task_loss(index, step=1)[0].backward()
+        trainer.task_loss(index, trainer.task_batch(index, step=1)[0])[0].backward()
         per_task.append(grads(policy))
     trainer.training_step(1)
     combined = grads(policy)
@@ -140,8 +138,8 @@ def test_crraft_falls_back_to_a_passing_baseline(world):
         metadata["answer"] = "7"
     task.prompts.references[:] = ["The final answer is 7.", "It is 7."]
     task.sample = lambda seed, step, index: [0, 1]
-    _, metrics = trainer.task_loss(0, step=1)
-    assert metrics["a/fallback"] == 1.0 and metrics["a/selected"] == 0.0
+    _, metrics = trainer.task_loss(0, trainer.task_batch(0, step=1)[0])
+    assert metrics["fallback"] == 1.0 and metrics["selected"] == 0.0
 
 
 def test_eval_event_scores_gold_when_given_else_the_pass_rate(world):
@@ -191,3 +189,15 @@ def test_lora_policy_uses_its_base_as_reference_and_checkpoints_only_adapters(wo
     )
     saved = load_file(path / "policy.safetensors")
     assert saved and all("lora_" in name for name in saved)
+
+
+@pytest.mark.parametrize(("optimizer", "clip_stat"), [("ppo", "clipfrac"), ("grpo", "clip_ratio")])
+def test_several_updates_per_batch_clip_against_the_sampling_policy(world, optimizer, clip_stat):
+    """Ratios are taken against the sampling-time log-probs, so clipping binds only once later
+    updates of the same batch have moved the policy."""
+    clipped = {}
+    for updates in (1, 4):
+        loop = {"updates_per_batch": updates, "learning_rate": 3e-2}
+        trainer = make_trainer(world, optimizers=(optimizer, optimizer), loop=loop)
+        clipped[updates] = trainer.training_step(1)[f"a/{clip_stat}"]
+    assert clipped[1] == 0.0 and clipped[4] > 0.0

@@ -119,6 +119,9 @@ class CGPOConfig(Strict):
     steps: int = Field(100, ge=1)
     learning_rate: float = Field(1e-5, gt=0)
     max_grad_norm: float = Field(1.0, gt=0)
+    updates_per_batch: int = Field(
+        1, ge=1, description="optimizer updates per sampled batch (TRL's num_iterations)"
+    )
     eval_every: int = Field(10, ge=1)
     eval_prompts: int = Field(32, ge=1, description="eval prompts per task")
     eval_temperature: float = Field(

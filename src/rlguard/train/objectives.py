@@ -54,9 +54,13 @@ class ScoredRollouts:
     baselines: list[str] | None = None  # a_bar per prompt
     baseline_passed: torch.Tensor | None = None  # [P] bool
 
+    old_values: torch.Tensor | None = None  # [N, C] PPO: the critic at sampling time
+
     def on_policy(self, logp: torch.Tensor) -> torch.Tensor:
-        """Record the policy's own token log-probs as the sampling-time ones; returns them."""
-        self.old_logp = logp.detach()
+        """The first update's token log-probs are the sampling-time ones (no extra forward);
+        later updates of the same batch keep them, so ratios and clipping measure the drift."""
+        if self.old_logp is None:
+            self.old_logp = logp.detach()
         return logp
 
     @property
@@ -159,7 +163,9 @@ def ppo(models: Models, batch: ScoredRollouts, cfg: TaskConfig) -> tuple[torch.T
     mask = batch.rollouts.completion_mask
     logp = batch.on_policy(token_logprobs(models.policy, batch.rollouts))
     values = completion_outputs(models.critic, batch.rollouts).squeeze(-1) * mask
-    old_values = values.detach()
+    if batch.old_values is None:
+        batch.old_values = values.detach()
+    old_values = batch.old_values
     rewards = token_rewards(batch.rewards, batch.old_logp, batch.ref_logp, mask, cfg.kl_coef)
     advantages, returns = gae(rewards, old_values, mask, cfg.gamma, cfg.gae_lambda)
     advantages = whiten(advantages, mask)

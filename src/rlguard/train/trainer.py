@@ -168,45 +168,52 @@ class CGPOTrainer:
         ]
         self.ensure_baselines(task, rows)
 
-    def task_loss(self, index: int, step: int) -> tuple[torch.Tensor, dict[str, float]]:
-        """One task's loss at `step` (not yet weighted by rho), with its metrics."""
+    def task_batch(self, index: int, step: int) -> tuple[ScoredRollouts, dict[str, float]]:
+        """The task's scored samples at `step`, with the metrics of the samples themselves."""
         task = self.tasks[index]
         if task.config.optimizer in NEEDS_BASELINE:
             self.prefetch_baselines(index, step)
         batch = self.sample_and_score(task, task.sample(self.args.seed, step, index))
-        loss, stats = OBJECTIVES[task.config.optimizer](self.models, batch, task.config)
-        if batch.calibrated is not None:
-            stats["calibrated_reward"] = float(batch.calibrated.mean())
         metrics = {
-            "loss": float(loss.detach()),
             "constraint_satisfaction": float(batch.passed.float().mean()),
             "reward": float(batch.rewards.mean()),
-            "kl": float(batch.log_ratio.mean()),
             "length": float(batch.rollouts.lengths.mean()),
             **{f"judge/{k}": v for k, v in task.judges.pass_rates().items()},
-            **stats,
         }
+        if batch.calibrated is not None:
+            metrics["calibrated_reward"] = float(batch.calibrated.mean())
         task.judges.reset()
-        return loss, {f"{task.name}/{k}": v for k, v in metrics.items()}
+        return batch, metrics
+
+    def task_loss(self, index: int, batch: ScoredRollouts) -> tuple[torch.Tensor, dict[str, float]]:
+        """One task's loss on its batch (not yet weighted by rho), with the optimizer's stats."""
+        task = self.tasks[index]
+        loss, stats = OBJECTIVES[task.config.optimizer](self.models, batch, task.config)
+        return loss, {"loss": float(loss.detach()), "kl": float(batch.log_ratio.mean()), **stats}
 
     def training_step(self, step: int) -> dict[str, float]:
-        """Accumulate sum_l rho_l * grad(loss_l) over the tasks, then one optimizer update."""
+        """Sample and score every task once, then `updates_per_batch` optimizer updates, each
+        applying sum_l rho_l * grad(loss_l) over the tasks."""
         torch.manual_seed(self.args.seed * 1_000_003 + step)  # resumed runs sample the same
         self.models.policy.train()
-        self.optimizer.zero_grad(set_to_none=True)
-        metrics: dict[str, float] = {}
-        total = 0.0
+        batches, metrics = {}, {}
         for index, task in enumerate(self.tasks):
-            if task.config.weight == 0:
-                continue
-            loss, task_metrics = self.task_loss(index, step)
-            (task.config.weight * loss).backward()
-            total += task.config.weight * float(loss.detach())
-            metrics.update(task_metrics)
-        self.last_loss = total
+            if task.config.weight > 0:
+                batches[index], sample_metrics = self.task_batch(index, step)
+                metrics.update({f"{task.name}/{k}": v for k, v in sample_metrics.items()})
         params = [p for group in self.optimizer.param_groups for p in group["params"]]
-        grad_norm = torch.nn.utils.clip_grad_norm_(params, self.args.max_grad_norm)
-        self.optimizer.step()
+        for _ in range(self.args.updates_per_batch):
+            self.optimizer.zero_grad(set_to_none=True)
+            total = 0.0
+            for index, batch in batches.items():
+                task = self.tasks[index]
+                loss, loss_metrics = self.task_loss(index, batch)
+                (task.config.weight * loss).backward()
+                total += task.config.weight * loss_metrics["loss"]
+                metrics.update({f"{task.name}/{k}": v for k, v in loss_metrics.items()})
+            grad_norm = torch.nn.utils.clip_grad_norm_(params, self.args.max_grad_norm)
+            self.optimizer.step()
+        self.last_loss = total  # of the last update: the metrics above are too
         return {**metrics, "grad_norm": float(grad_norm)}
 
     def evaluate(self, step: int) -> dict[str, Any]:
