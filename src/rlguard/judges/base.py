@@ -82,4 +82,3 @@ def _check_lengths(*columns: Sequence[Any]) -> None:
     if len({len(c) for c in columns}) > 1:
         lengths = [len(c) for c in columns]
         raise ValueError(f"prompts, completions, metadata differ in length: {lengths}")
-
