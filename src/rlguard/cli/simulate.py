@@ -18,7 +18,7 @@ from rlguard.cluster.experiments.simulate import Grid, aggregate, run_grid
 from rlguard.cluster.experiments.sweeps import SWEEPS, parse_values, sweep
 from rlguard.cluster.registry import BASES, RULES, RuleParams
 from rlguard.cluster.traces import read_trace
-from rlguard.cluster.workload import ScenarioConfig
+from rlguard.cluster.workload import ScenarioConfig, measured_pool
 from rlguard.errors import InputError
 from rlguard.io import atomic_path, write_json, write_text
 
@@ -68,6 +68,9 @@ def simulate(
     ] = None,
     scenario: Annotated[str, typer.Option(help="workload generator (sizes/arrivals)")] = "paper",
     trace: Annotated[Path | None, typer.Option(help="replay a CSV trace (Tiresias layout)")] = None,
+    curves: Annotated[
+        Path | None, typer.Option(help="RLHF jobs replay measured eval curves (rlguard-curves/1)")
+    ] = None,
     gpus: Annotated[int, typer.Option(help="cluster GPUs, nodes of 8")] = 64,
     jobs: Annotated[int, typer.Option(help="jobs per seed (paper scenario)")] = 400,
     load: Annotated[float, typer.Option(help="offered load (paper scenario)")] = 0.9,
@@ -94,6 +97,7 @@ def simulate(
         )
     if scenario != "paper":
         raise InputError(f"option --scenario: unknown scenario {scenario!r} (choose from paper)")
+    sweep_values = parse_values(sweep_kind, values) if action == "sweep" else []
     cfg = validated(
         ScenarioConfig,
         gpus=gpus,
@@ -102,10 +106,16 @@ def simulate(
         rlhf_fraction=rlhf_fraction,
         hacking_fraction=hacking_fraction,
         noise=noise,
+        curves=None if curves is None else str(curves),
     )
     params = validated(RuleParams, k=k)
+    # Fail on a bad curve file or trace before any run.
+    pool = measured_pool(cfg)
+    if pool is not None and sweep_kind == "hacking":
+        for fraction in sweep_values:
+            pool.require(fraction)
     if trace is not None:
-        read_trace(trace, cfg, seed_base, gpus=cfg.gpus)  # fail on a bad trace before any run
+        read_trace(trace, cfg, seed_base, gpus=cfg.gpus)
     grid = Grid(
         scenario=cfg,
         seeds=list(range(seed_base, seed_base + seeds)),
@@ -125,9 +135,15 @@ def simulate(
         "bases": list(grid.bases),
         "rules": ["none", *grid.rules],
     }
+    if pool is not None:
+        config.update(
+            curves_source=pool.source,
+            curves_hacking=len(pool.hacking),
+            curves_healthy=len(pool.healthy),
+        )
     fan = {"workers": workers, "address": address}
     if action == "sweep":
-        rows = sweep(grid, sweep_kind, parse_values(sweep_kind, values), **fan)
+        rows = sweep(grid, sweep_kind, sweep_values, **fan)
         payload = {"config": config, "sweep": sweep_kind, "rows": rows}
         if out:
             write_json(out / f"sweep_{sweep_kind}.json", payload)

@@ -11,7 +11,10 @@ from enum import StrEnum
 
 import numpy as np
 
-from rlguard.cluster.curves import GaoCurve, SaturatingCurve
+from rlguard.cluster.curves import GaoCurve, MeasuredCurve, SaturatingCurve
+
+RlhfCurve = GaoCurve | MeasuredCurve
+"""The eval curves of RLHF jobs: they carry a hacking label and a proxy reward."""
 
 
 class JobKind(StrEnum):
@@ -40,7 +43,7 @@ class JobTruth:
     """
 
     duration_s: float
-    eval_curve: GaoCurve | SaturatingCurve
+    eval_curve: RlhfCurve | SaturatingCurve
     loss_curve: SaturatingCurve
     eval_noise: np.ndarray
     loss_noise: np.ndarray
@@ -60,14 +63,14 @@ class JobTruth:
         set_(self, "observed_scores", np.clip(true + self.eval_noise, 0.0, 1.0))
         set_(self, "observed_losses", self.loss_curve(points) * (1.0 + self.loss_noise))
         proxies = None
-        if self.proxy_slope is not None and isinstance(self.eval_curve, GaoCurve):
-            proxies = self.eval_curve.proxy(points, self.proxy_slope)
+        if self.proxy_slope is not None and isinstance(self.eval_curve, RlhfCurve):
+            proxies = self.eval_curve.proxy_reward(points, self.proxy_slope)
         set_(self, "observed_proxies", proxies)
 
     @property
     def hacking(self) -> bool:
-        """The label: an RLHF run whose eval score turns over inside its horizon."""
-        return isinstance(self.eval_curve, GaoCurve) and self.eval_curve.hacks
+        """The label: the RLHF curve turns over in its horizon (a measured one: its file label)."""
+        return isinstance(self.eval_curve, RlhfCurve) and self.eval_curve.hacks
 
     @property
     def peak_score(self) -> float:

@@ -6,7 +6,8 @@ with times in seconds. Only ``job_id``, ``num_gpu``, ``submit_time`` and ``durat
 other columns are ignored. Traces carry no job types, user estimates, eval cadence or curves: those
 are overlaid per row, in file order, by the same generator the "paper" scenario uses
 (:func:`~rlguard.cluster.workload.sample_kind` then :func:`~rlguard.cluster.workload.make_job`), so
-a seed fixes the overlay. Submit times are kept as given (not shifted to start at zero).
+a seed fixes the overlay (RLHF curves drawn from the scenario's curve file when it names one).
+Submit times are kept as given (not shifted to start at zero).
 
 Validation is strict: every problem is an :class:`~rlguard.errors.InputError` whose message is one
 line naming the file (the path as given), the 1-based physical line (header = line 1), the field
@@ -25,7 +26,7 @@ from importlib.resources.abc import Traversable
 import numpy as np
 
 from rlguard.cluster.jobs import JobSpec, JobTruth, Workload
-from rlguard.cluster.workload import ScenarioConfig, make_job, sample_kind
+from rlguard.cluster.workload import ScenarioConfig, make_job, measured_pool, sample_kind
 from rlguard.errors import InputError
 
 PACKAGED_TIRESIAS_TRACE: Traversable = files("rlguard.cluster") / "data" / "tiresias_60_job.csv"
@@ -163,6 +164,7 @@ def read_trace(
     if not rows:
         raise InputError(f"{where}: line {reader.reader.line_num + 1}: empty trace: no job rows")
 
+    measured = measured_pool(cfg)
     rng = np.random.default_rng(seed)
     jobs: list[tuple[JobSpec, JobTruth]] = []
     for job_id, n_gpu, submit, duration in rows:
@@ -176,6 +178,7 @@ def read_trace(
                 gpus=n_gpu,
                 submit_s=submit,
                 duration_s=duration,
+                measured=measured,
             )
         )
     jobs.sort(key=lambda job: job[0].submit_s)  # stable: ties keep file order

@@ -5,11 +5,15 @@ Every modelling choice here is documented, with its source or reasoning, in docs
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from rlguard.cluster.curves import GaoCurve, SaturatingCurve
-from rlguard.cluster.jobs import JobKind, JobSpec, JobTruth, Workload
+from rlguard.cluster.curve_file import read_curves
+from rlguard.cluster.curves import GaoCurve, MeasuredCurve, SaturatingCurve
+from rlguard.cluster.jobs import JobKind, JobSpec, JobTruth, RlhfCurve, Workload
+from rlguard.errors import InputError
 
 Range = tuple[float, float]
 
@@ -37,6 +41,7 @@ class ScenarioConfig(BaseModel):
     healthy_reach: Range = (0.2, 0.6)
     start_score: Range = (0.3, 0.5)
     peak_gain: Range = (0.2, 0.4)
+    curves: str | None = Field(None, description="curve file RLHF jobs replay (rlguard-curves/1)")
 
     @field_validator("gpus")
     @classmethod
@@ -63,10 +68,64 @@ class ScenarioConfig(BaseModel):
         return self
 
 
+@dataclass(frozen=True)
+class MeasuredPool:
+    """A curve file's curves split by label, so that the hacking fraction still sets the mix.
+
+    The file's own mix reflects which methods and seeds the lab ran, not a platform's workload.
+    """
+
+    path: str
+    source: str
+    hacking: tuple[MeasuredCurve, ...]
+    healthy: tuple[MeasuredCurve, ...]
+
+    def require(self, hacking_fraction: float) -> None:
+        """Fail unless the file holds every kind of curve this fraction draws."""
+        for kind, curves, drawn in (
+            ("hacking", self.hacking, hacking_fraction > 0),
+            ("healthy", self.healthy, hacking_fraction < 1),
+        ):
+            if drawn and not curves:
+                raise InputError(
+                    f"{self.path}: no {kind} curves, but a hacking fraction of "
+                    f"{hacking_fraction} draws some"
+                )
+
+    def draw(self, rng: np.random.Generator, hacking_fraction: float) -> MeasuredCurve:
+        """A hacking curve w.p. `hacking_fraction`, else a healthy one; uniform within the kind."""
+        kind = self.hacking if rng.random() < hacking_fraction else self.healthy
+        return kind[int(rng.integers(len(kind)))]
+
+
+def measured_pool(cfg: ScenarioConfig) -> MeasuredPool | None:
+    """The scenario's curve file as a pool (None without one), checked against its fraction."""
+    if cfg.curves is None:
+        return None
+    read = read_curves(cfg.curves)
+    pool = MeasuredPool(
+        cfg.curves,
+        read.source,
+        tuple(c for c in read.curves if c.hacks),
+        tuple(c for c in read.curves if not c.hacks),
+    )
+    pool.require(cfg.hacking_fraction)
+    return pool
+
+
 def sample_kind(rng: np.random.Generator, rlhf_fraction: float) -> JobKind:
     if rng.random() < rlhf_fraction:
         return JobKind.RLHF
     return JobKind.LORA_SFT if rng.random() < 0.5 else JobKind.DPO
+
+
+def gao_curve(rng: np.random.Generator, cfg: ScenarioConfig, s0: float, gain: float) -> GaoCurve:
+    """A synthetic RLHF curve: hacking w.p. `hacking_fraction`, reaching past its peak if so."""
+    beta = rng.uniform(*cfg.beta)
+    d_star = np.exp(cfg.alpha / beta - 1.0)
+    hacks = rng.random() < cfg.hacking_fraction
+    reach = rng.uniform(*(cfg.hacking_reach if hacks else cfg.healthy_reach))
+    return GaoCurve(cfg.alpha, beta, reach * d_star, s0, gain)
 
 
 def make_job(
@@ -78,8 +137,12 @@ def make_job(
     gpus: int,
     submit_s: float,
     duration_s: float,
+    measured: MeasuredPool | None = None,
 ) -> tuple[JobSpec, JobTruth]:
-    """Overlay a job's estimate, eval cadence and curves on its size and arrival."""
+    """Overlay a job's estimate, eval cadence and curves on its size and arrival.
+
+    An RLHF job replays a curve from `measured` when given, else follows a Gao curve.
+    """
     n_evals = int(rng.integers(cfg.evals_per_job[0], cfg.evals_per_job[1] + 1))
     estimate = duration_s * float(np.exp(rng.normal(0.0, cfg.estimate_sigma)))
     loss_start = rng.uniform(1.5, 3.0)
@@ -87,11 +150,10 @@ def make_job(
     s0, gain = rng.uniform(*cfg.start_score), rng.uniform(*cfg.peak_gain)
     proxy_slope = None
     if kind is JobKind.RLHF:
-        beta = rng.uniform(*cfg.beta)
-        d_star = np.exp(cfg.alpha / beta - 1.0)
-        hacks = rng.random() < cfg.hacking_fraction
-        reach = rng.uniform(*(cfg.hacking_reach if hacks else cfg.healthy_reach))
-        curve: GaoCurve | SaturatingCurve = GaoCurve(cfg.alpha, beta, reach * d_star, s0, gain)
+        if measured is None:
+            curve: RlhfCurve | SaturatingCurve = gao_curve(rng, cfg, s0, gain)
+        else:
+            curve = measured.draw(rng, cfg.hacking_fraction)
         proxy_slope = rng.uniform(0.5, 1.5)
     else:
         curve = SaturatingCurve(s0, s0 + gain, rng.uniform(0.15, 0.4))
@@ -123,6 +185,7 @@ def paper_workload(cfg: ScenarioConfig, seed: int) -> Workload:
     rate = cfg.load * cfg.gpus / float(np.mean(gpus * duration))
     gaps = rng.exponential(1.0 / rate, cfg.n_jobs)
     submit = np.cumsum(gaps) - gaps[0]
+    measured = measured_pool(cfg)
     specs, truths = [], []
     for i in range(cfg.n_jobs):
         spec, truth = make_job(
@@ -133,6 +196,7 @@ def paper_workload(cfg: ScenarioConfig, seed: int) -> Workload:
             gpus=int(gpus[i]),
             submit_s=float(submit[i]),
             duration_s=float(duration[i]),
+            measured=measured,
         )
         specs.append(spec)
         truths.append(truth)
