@@ -70,7 +70,9 @@ class GaoTrend(StopRule):
 
 def slope_t_statistic(progress: np.ndarray, scores: np.ndarray) -> float:
     """t statistic of the fitted slope of a0 + a1 p - a2 p ln p at the last progress point."""
-    design = np.column_stack([np.ones_like(progress), progress, -progress * np.log(progress)])
+    # p ln p -> 0 as p -> 0: an eval at progress 0 (before training) is a valid point
+    p_log_p = progress * np.log(np.where(progress > 0, progress, 1.0))
+    design = np.column_stack([np.ones_like(progress), progress, -p_log_p])
     coef, *_ = np.linalg.lstsq(design, scores, rcond=None)
     residuals = scores - design @ coef
     dof = len(scores) - 3
