@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 import re
 import textwrap
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -84,9 +86,17 @@ class Program:
 class CodeJudge(Judge):
     name: ClassVar[str] = "code"
 
-    def __init__(self, limits: Limits | None = None, max_workers: int | None = None) -> None:
+    def __init__(
+        self, limits: Limits | None = None, max_workers: int | None = None, cache_size: int = 4096
+    ) -> None:
         self.limits = limits or Limits()
         self.max_workers = max_workers or os.cpu_count() or 1
+        # Policies repeat themselves: a program already run (same setup, code and tests) takes
+        # its verdict from this bounded LRU instead of another sandbox. Judge failures (-1) are
+        # not kept: they may be transient.
+        self.cache_size = cache_size
+        self._verdicts: OrderedDict[str, Verdict] = OrderedDict()
+        self._lock = threading.Lock()
 
     def evaluate(
         self, prompts: Sequence[str], completions: Sequence[str], metadata: Sequence[Metadata]
@@ -108,10 +118,17 @@ class CodeJudge(Judge):
         setup = str(metadata.get("setup") or "")
         parts = (("setup", setup),) if setup else ()
         program = Program((*parts, ("code", code.rstrip("\n")), ("unit_tests", tests)))
+        with self._lock:
+            if (known := self._verdicts.get(program.source)) is not None:
+                self._verdicts.move_to_end(program.source)
+                return known
         try:
             result = run_program(program.source, self.limits)
         except SandboxError as exc:
             return failed(f"sandbox: {exc}")
-        if result.ok:
-            return satisfied("unit tests passed")
-        return violated(program.explain(result))
+        verdict = satisfied("unit tests passed") if result.ok else violated(program.explain(result))
+        with self._lock:
+            self._verdicts[program.source] = verdict
+            while len(self._verdicts) > self.cache_size:
+                self._verdicts.popitem(last=False)
+        return verdict

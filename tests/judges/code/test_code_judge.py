@@ -101,8 +101,9 @@ def test_verdicts_keep_input_order(judge):
     assert values == [1, 0, 0, 1, 0, 1]
 
 
-def test_a_sandbox_that_cannot_start_is_a_judge_failure(judge, monkeypatch):
+def test_a_sandbox_that_cannot_start_is_a_judge_failure(monkeypatch):
     sandbox.capabilities()  # probed before fork is made to fail
+    judge = CodeJudge()  # a fresh one: the shared judge has this program's verdict cached
 
     def no_fork(*args, **kwargs):
         raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
