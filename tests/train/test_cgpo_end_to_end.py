@@ -41,7 +41,7 @@ def test_two_task_cgpo_raises_the_judges_pass_rate(toy):
     rows = [json.loads(line) for line in (root / "cgpo" / "metrics.jsonl").read_text().splitlines()]
     trained = [r for r in rows if "math/constraint_satisfaction" in r]
     assert [r["step"] for r in trained] == list(range(1, 41))
-    for key in ("reward", "calibrated_reward", "kl", "length", "judge/math"):
+    for key in ("reward", "calibrated_reward", "seq_kl", "length", "judge/math"):
         assert f"math/{key}" in trained[0]
     assert "style/judge/instructions" in trained[0]
     assert list((root / "cgpo" / "tensorboard").glob("events.out.tfevents.*"))

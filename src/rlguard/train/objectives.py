@@ -171,7 +171,7 @@ def ppo(models: Models, batch: ScoredRollouts, cfg: TaskConfig) -> tuple[torch.T
     advantages = whiten(advantages, mask)
     policy_loss, clipfrac = ppo_policy_loss(logp, batch.old_logp, advantages, mask, cfg.clip_eps)
     value_loss = ppo_value_loss(values, old_values, returns, mask, cfg.clip_eps)
-    stats = {"clipfrac": clipfrac, "value_loss": float(value_loss)}
+    stats = {"clipfrac": clipfrac, "value_loss": float(value_loss.detach())}
     return policy_loss + cfg.vf_coef * value_loss, stats
 
 

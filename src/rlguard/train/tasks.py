@@ -56,7 +56,12 @@ class Task:
         return torch.tensor([self.baselines[r].reward for r in rows])
 
 
-def load_task(config: TaskConfig, where: str, reward: RewardFunction | None = None) -> Task:
+def load_task(
+    config: TaskConfig,
+    where: str,
+    reward: RewardFunction | None = None,
+    gold: RewardFunction | None = None,
+) -> Task:
     prompts = load_prompts(config.prompts, config.split, f"{where}.prompts")
     eval_prompts = (
         load_prompts(config.eval_prompts, config.split, f"{where}.eval_prompts")
@@ -65,5 +70,6 @@ def load_task(config: TaskConfig, where: str, reward: RewardFunction | None = No
     )
     judges = MixtureOfJudges([build_judge(spec) for spec in config.judges])
     reward = reward if reward is not None else load_reward(config.reward, f"{where}.reward")
-    gold = load_reward(config.gold, f"{where}.gold") if config.gold else None
+    if gold is None and config.gold is not None:
+        gold = load_reward(config.gold, f"{where}.gold")
     return Task(config, prompts, eval_prompts, judges, reward, gold)

@@ -50,6 +50,7 @@ class CGPOTrainer:
         ref_model: PreTrainedModel | None = None,
         processing_class: PreTrainedTokenizerBase | None = None,
         reward_funcs: Mapping[str, RewardFunction] | None = None,
+        gold_funcs: Mapping[str, RewardFunction] | None = None,
         rollout_engine: RolloutEngine | None = None,
         eval_hooks: Sequence[EvalHook] = (),
         progress: bool = True,
@@ -57,7 +58,9 @@ class CGPOTrainer:
         self.args = args
         self.output_dir = Path(args.output_dir)
         self.tasks = [
-            load_task(cfg, f"tasks.{i}", (reward_funcs or {}).get(cfg.name))
+            load_task(
+                cfg, f"tasks.{i}", (reward_funcs or {}).get(cfg.name), (gold_funcs or {}).get(cfg.name)
+            )
             for i, cfg in enumerate(args.tasks)
         ]
         self.tokenizer = processing_class or load_tokenizer(args.policy)
@@ -189,7 +192,9 @@ class CGPOTrainer:
         """One task's loss on its batch (not yet weighted by rho), with the optimizer's stats."""
         task = self.tasks[index]
         loss, stats = OBJECTIVES[task.config.optimizer](self.models, batch, task.config)
-        return loss, {"loss": float(loss.detach()), "kl": float(batch.log_ratio.mean()), **stats}
+        # seq_kl: the mean sequence log-ratio to the reference, a sample estimate of KL(pi || ref)
+        seq_kl = float(batch.log_ratio.mean())
+        return loss, {"loss": float(loss.detach()), "seq_kl": seq_kl, **stats}
 
     def training_step(self, step: int) -> dict[str, float]:
         """Sample and score every task once, then `updates_per_batch` optimizer updates, each
