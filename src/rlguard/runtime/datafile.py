@@ -1,0 +1,48 @@
+"""Read a user's YAML or JSON mapping into a validated object; every failure names the file."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import ValidationError
+
+from rlguard.errors import InputError
+
+T = TypeVar("T")
+
+
+def read_mapping(path: Path | str, text: str | None = None) -> dict[str, Any]:
+    """The top-level mapping of a .json file, or of YAML (a superset of JSON) otherwise."""
+    where = str(path)
+    if text is None:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as e:
+            raise InputError(f"{where}: cannot read: {e.strerror or e}") from None
+    try:
+        raw = json.loads(text) if where.endswith(".json") else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as e:
+        raise InputError(
+            f"{where}: not valid {'JSON' if where.endswith('.json') else 'YAML'}: "
+            f"{' '.join(str(e).split())}"
+        ) from None
+    if not isinstance(raw, dict):
+        raise InputError(f"{where}: expected a mapping of field: value at the top level")
+    return raw
+
+
+def build(factory: Callable[..., T], fields: dict[str, Any], where: str) -> T:
+    """`factory(**fields)`; a pydantic validation error becomes `where: field 'F': msg (got V)`."""
+    try:
+        return factory(**fields)
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "?"
+        message = err["msg"].removeprefix("Value error, ")
+        raise InputError(
+            f"{where}: field '{field}': {message} (got {err['input']!r:.80})"
+        ) from None

@@ -1,0 +1,50 @@
+"""The simulated setups: the RLHFless paper's 16-GPU testbed and its 20-node large scale.
+
+The paper's testbed (REFERENCE.md s5): 16 L40S GPUs, Qwen2.5-7B, GRPO, GSM8K, prompts <= 1024 and
+responses <= 2048 tokens. Batch shape from verl's GSM8K GRPO example (1024 prompts x 5 samples).
+The paper does not say which model its 20-node simulation ran; we take the same L40S nodes
+(20 x 8 = 160 GPUs) with a larger model, Qwen2.5-32B at tensor parallel 4 (40 actors), and keep
+each actor's share of the batch equal to the testbed's (2560 prompts x 5 = 320 samples per actor).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rlguard.runtime.sim.workload import LengthModel
+
+# Model passes per step (verl): GRPO scores with the reference model and recomputes the policy's
+# old log-probs, then updates the policy; PPO adds the critic's values and the critic's update.
+PASSES = {"grpo": {"score": 2, "train": 1}, "ppo": {"score": 3, "train": 2}}
+
+
+class Setup(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    n_gpus: int = Field(gt=0)
+    profile: str
+    algorithm: Literal["grpo", "ppo"] = "grpo"
+    prompts_per_step: int = Field(gt=0)
+    k: int = Field(5, gt=0, description="samples per prompt (GRPO group size)")
+    workload: LengthModel = LengthModel()
+    tau: float = Field(0.9, gt=0, le=1, description="cut-and-migrate threshold")
+    lam: float = Field(0.5, ge=0, le=1, description="latency weight of actor scaling")
+    alpha: float = Field(0.5, gt=0, le=1, description="EWMA weight of the newest observation")
+    warmup_epochs: int = Field(2, ge=1, description="epochs the length predictor has seen")
+    measure_steps: int = Field(3, ge=1, description="steps simulated and averaged per seed")
+
+
+SETUPS = {
+    "paper-testbed": Setup(
+        name="paper-testbed", n_gpus=16, profile="qwen2.5-7b-l40s", prompts_per_step=1024
+    ),
+    "paper-large": Setup(
+        name="paper-large", n_gpus=160, profile="qwen2.5-32b-l40s", prompts_per_step=2560
+    ),
+}
+
+# What RLHFless reports against verl for each setup (REFERENCE.md s5): (speedup, GPU-s cost cut).
+PAPER_RESULTS = {"paper-testbed": (1.35, 0.448), "paper-large": (1.23, 0.387)}

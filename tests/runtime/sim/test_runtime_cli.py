@@ -1,0 +1,132 @@
+"""`rlguard runtime simulate`: the JSON contract, the table, and one-line errors for bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cli_runner import cli
+from rlguard.runtime.profiles import load_profile
+
+KEYS = {"config", "baseline", "serverless", "speedup", "cost_cut", "ablation"}
+
+
+def test_json_is_one_object_with_the_contract_schema(monkeypatch, capsys) -> None:
+    code, out, _ = cli(
+        monkeypatch,
+        capsys,
+        "runtime",
+        "simulate",
+        "--setup",
+        "paper-testbed",
+        "--seeds",
+        "1",
+        "--json",
+        "--tau",
+        "0.95",
+        "--lam",
+        "0.7",
+    )
+    assert code == 0
+    lines = out.splitlines()
+    assert len(lines) == 1
+    payload = json.loads(lines[0])
+    assert set(payload) >= KEYS
+    assert set(payload["ablation"]) == {"no-dedup", "no-assign", "no-scaling", "no-migrate"}
+    for entry in (payload["baseline"], payload["serverless"], *payload["ablation"].values()):
+        assert {"step_s", "gpu_s", "cost_usd"} <= set(entry)
+    b, s = payload["baseline"], payload["serverless"]
+    assert payload["speedup"] == pytest.approx(b["step_s"] / s["step_s"])
+    assert payload["cost_cut"] == pytest.approx(1 - s["gpu_s"] / b["gpu_s"])
+    assert payload["config"]["tau"] == 0.95 and payload["config"]["lam"] == 0.7
+    assert payload["config"]["n_gpus"] == 16
+
+
+def test_table_without_json(monkeypatch, capsys) -> None:
+    code, out, _ = cli(
+        monkeypatch, capsys, "runtime", "simulate", "--setup", "paper-testbed", "--seeds", "1"
+    )
+    assert code == 0
+    assert "baseline" in out and "no-migrate" in out and "paper: 1.35x" in out
+
+
+def test_profile_and_gpus_options(monkeypatch, capsys, tmp_path: Path) -> None:
+    code, out, _ = cli(
+        monkeypatch,
+        capsys,
+        "runtime",
+        "simulate",
+        "--setup",
+        "paper-testbed",
+        "--seeds",
+        "1",
+        "--json",
+        "--gpus",
+        "8",
+        "--profile",
+        "qwen2.5-7b-h100",
+    )
+    assert code == 0, out
+    config = json.loads(out)["config"]
+    assert config["n_gpus"] == 8 and config["profile"]["name"] == "qwen2.5-7b-h100"
+
+
+def bad_profile(tmp_path: Path, **change) -> str:
+    fields = {**vars(load_profile("qwen2.5-7b-l40s")), **change}
+    path = tmp_path / "profile.yaml"
+    path.write_text(yaml.safe_dump(dict(fields)))
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--setup", "paper-huge"], "--setup"),
+        (["--setup", "paper-testbed", "--tau", "0"], "--tau"),
+        (["--setup", "paper-testbed", "--tau", "1.5"], "--tau"),
+        (["--setup", "paper-testbed", "--lam", "2"], "--lam"),
+        (["--setup", "paper-testbed", "--gpus", "0"], "--gpus"),
+        (["--setup", "paper-large", "--gpus", "10"], "--gpus"),
+        (["--setup", "paper-testbed", "--seeds", "0"], "--seeds"),
+        (["--setup", "paper-testbed", "--profile", "/no/such/file.yaml"], "no such profile"),
+    ],
+)
+def test_bad_options_are_one_line_exit_2(monkeypatch, capsys, args, needle) -> None:
+    code, out, err = cli(monkeypatch, capsys, "runtime", "simulate", *args)
+    assert code == 2 and out == ""
+    assert err.startswith("error:") and needle in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"max_batch": 0}, "max_batch"),
+        ({"decode_s_per_step": -0.02}, "decode_s_per_step"),
+        ({"cold_start_s": -1}, "cold_start_s"),
+    ],
+)
+def test_inconsistent_profile_is_one_line_exit_2(monkeypatch, capsys, tmp_path, change, field):
+    path = bad_profile(tmp_path, **change)
+    code, _, err = cli(
+        monkeypatch, capsys, "runtime", "simulate", "--setup", "paper-testbed", "--profile", path
+    )
+    assert code == 2 and path in err and field in err and err.count("\n") == 1
+
+
+def test_negative_price_is_one_line_exit_2(monkeypatch, capsys, tmp_path: Path) -> None:
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"serverless_gpu_s": -0.5}))
+    code, _, err = cli(
+        monkeypatch,
+        capsys,
+        "runtime",
+        "simulate",
+        "--setup",
+        "paper-testbed",
+        "--prices",
+        str(prices),
+    )
+    assert code == 2 and "serverless_gpu_s" in err and str(prices) in err
