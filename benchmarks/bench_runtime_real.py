@@ -26,7 +26,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/runtime_real.json"))
     parser.add_argument("--keep-alive", type=float, default=Prices().keep_alive_s)
-    parser.add_argument("--steps", type=int, default=BenchSettings.steps)
+    parser.add_argument("--steps", type=int, default=BenchSettings().steps)
     args = parser.parse_args()
     torch.set_num_threads(1)
     prices = dataclasses.replace(Prices(), keep_alive_s=args.keep_alive)

@@ -13,13 +13,19 @@ from rich.console import Console
 from rich.table import Table
 
 from rlguard.cli.options import names, validated
-from rlguard.errors import InputError
-from rlguard.runtime.sim.setups import PAPER_RESULTS, SETUPS
+from rlguard.runtime.sim.setups import PAPER_RESULTS, SETUPS, check_fits
 
 runtime_app = typer.Typer(
     no_args_is_help=True,
     help="The execution plane: one RLHF step, serverless (RLHFless) vs a serverful pool.",
 )
+
+
+# Options both `simulate` and `bench` take.
+JsonFlag = Annotated[bool, typer.Option("--json", help="print one JSON object")]
+PricesFile = Annotated[
+    Path | None, typer.Option(help="price table (YAML/JSON) overriding the defaults")
+]
 
 
 class SimulateOptions(BaseModel):
@@ -31,13 +37,11 @@ class SimulateOptions(BaseModel):
     gpus: int | None = Field(None, gt=0)
 
 
-def _print_table(payload: dict[str, Any], setup: str) -> None:
-    speedup, cut = PAPER_RESULTS[setup]
-    table = Table(
-        title=f"rlguard runtime simulate --setup {setup} (means over seeds)",
-        caption=f"paper: {speedup}x speedup, {cut:.1%} lower cost (GPU-seconds) than verl",
-    )
-    columns = ("step_s", "gpu_s", "cost_usd", "cold_starts", "speedup", "cost_cut", "cost_cut_usd")
+def print_comparison(
+    payload: dict[str, Any], columns: tuple[str, ...], title: str, caption: str
+) -> None:
+    """The `--json` object as a table: baseline, serverless with its gains, then the ablations."""
+    table = Table(title=title, caption=caption)
     table.add_column("executor")
     for c in columns:
         table.add_column(c, justify="right")
@@ -48,9 +52,8 @@ def _print_table(payload: dict[str, Any], setup: str) -> None:
         *((f"  {name}", entry) for name, entry in payload["ablation"].items()),
     ]
     for label, entry in rows:
-        cells = ["–" if entry.get(c) is None else f"{entry[c]:.3g}" for c in columns]
-        table.add_row(label, *cells)
-    Console(width=max(Console().width, 120)).print(table)
+        table.add_row(label, *("–" if entry.get(c) is None else f"{entry[c]:.3g}" for c in columns))
+    Console(width=max(Console().width, 24 + 14 * len(columns))).print(table)
 
 
 def simulate(
@@ -59,15 +62,13 @@ def simulate(
     profile: Annotated[
         str | None, typer.Option(help="time profile: a YAML/JSON file or a shipped name")
     ] = None,
-    prices: Annotated[
-        Path | None, typer.Option(help="price table (YAML/JSON) overriding defaults")
-    ] = None,
+    prices: PricesFile = None,
     tau: Annotated[float | None, typer.Option(help="cut-and-migrate threshold in (0, 1]")] = None,
     lam: Annotated[
         float | None, typer.Option(help="actor scaling: latency weight in [0, 1]")
     ] = None,
     gpus: Annotated[int | None, typer.Option(help="GPUs (default: the setup's)")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+    json_out: JsonFlag = False,
 ) -> None:
     """Simulate one synchronous RLHF step: serverful verl-style pool vs serverless RLHFless."""
     from rich.progress import Progress
@@ -88,11 +89,7 @@ def simulate(
     if profile:
         overrides["profile"] = chosen.name
     config = base.model_copy(update=overrides)
-    if config.n_gpus % chosen.gpus_per_actor:
-        raise InputError(
-            f"option --gpus: {config.n_gpus} GPUs do not make whole actors of "
-            f"{chosen.gpus_per_actor} (profile {chosen.name})"
-        )
+    check_fits(config, chosen, profile)  # before the progress bar, so an error stays one line
     table = load_prices(prices)
     with Progress(console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task(f"simulating {name}", total=opts.seeds)
@@ -101,8 +98,14 @@ def simulate(
         )
     if json_out:
         print(json.dumps(payload))
-    else:
-        _print_table(payload, name)
+        return
+    speedup, cut = PAPER_RESULTS[name]
+    print_comparison(
+        payload,
+        ("step_s", "gpu_s", "cost_usd", "cold_starts", "speedup", "cost_cut", "cost_cut_usd"),
+        f"rlguard runtime simulate --setup {name} (means over seeds)",
+        f"paper: {speedup}x speedup, {cut:.1%} lower cost (GPU-seconds) than verl",
+    )
 
 
 runtime_app.command("simulate")(simulate)

@@ -8,11 +8,13 @@ import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
+
+from rlguard.cli.options import validated
+from rlguard.cli.runtime import JsonFlag, PricesFile, print_comparison
 
 COLUMNS = (
     "step_s",
@@ -27,40 +29,18 @@ COLUMNS = (
 )
 
 
-def _print_table(payload: dict[str, Any]) -> None:
-    config = payload["config"]
-    table = Table(
-        title=f"rlguard runtime bench (means over {config['steps']} measured steps)",
-        caption=f"{config['machine']}; each function process billed as one GPU",
-    )
-    table.add_column("executor")
-    for column in COLUMNS:
-        table.add_column(column, justify="right")
-    gains = {k: payload[k] for k in ("speedup", "cost_cut")}
-    rows = [
-        ("baseline (verl-style)", payload["baseline"]),
-        ("serverless (RLHFless)", {**payload["serverless"], **gains}),
-        *((f"  {name}", entry) for name, entry in payload["ablation"].items()),
-    ]
-    for label, entry in rows:
-        table.add_row(label, *("–" if entry.get(c) is None else f"{entry[c]:.3g}" for c in COLUMNS))
-    Console(width=max(Console().width, 140)).print(table)
-
-
 def bench(
-    json_out: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
-    prompts: Annotated[int, typer.Option(min=1, help="prompts per step")] = 12,
-    k: Annotated[int, typer.Option(min=1, help="samples per prompt")] = 4,
-    steps: Annotated[int, typer.Option(min=1, help="measured steps (after a warm-up)")] = 2,
-    actors: Annotated[int, typer.Option(min=1, help="serverful pool / most serverless")] = 2,
+    json_out: JsonFlag = False,
+    prompts: Annotated[int, typer.Option(help="prompts per step")] = 12,
+    k: Annotated[int, typer.Option(help="samples per prompt")] = 4,
+    steps: Annotated[int, typer.Option(help="measured steps (after a warm-up)")] = 2,
+    actors: Annotated[int, typer.Option(help="serverful pool / most serverless functions")] = 2,
     keep_alive: Annotated[
         float | None, typer.Option(min=0, help="seconds a released function stays warm")
     ] = None,
-    prices: Annotated[
-        Path | None, typer.Option(help="price table (YAML/JSON) overriding defaults")
-    ] = None,
+    prices: PricesFile = None,
     tau: Annotated[float, typer.Option(help="cut-and-migrate threshold in (0, 1]")] = 0.9,
-    lam: Annotated[float, typer.Option(min=0, max=1, help="scaling: latency weight")] = 0.5,
+    lam: Annotated[float, typer.Option(help="actor scaling: latency weight in [0, 1]")] = 0.5,
     seed: Annotated[int, typer.Option(help="workload seed")] = 0,
 ) -> None:
     """Run real steps here: serverful verl-style pool vs serverless RLHFless, with ablations."""
@@ -69,12 +49,12 @@ def bench(
     from rlguard.runtime.bench import BenchSettings, local_ray, run_bench
     from rlguard.runtime.pricing import load_prices
 
+    settings = validated(
+        BenchSettings, prompts=prompts, k=k, steps=steps, actors=actors, tau=tau, lam=lam, seed=seed
+    )
     table = load_prices(prices)
     if keep_alive is not None:
         table = replace(table, keep_alive_s=keep_alive)
-    settings = BenchSettings(
-        prompts=prompts, k=k, steps=steps, actors=actors, tau=tau, lam=lam, seed=seed
-    )
     torch.set_num_threads(1)
     status = Console(stderr=True)
     with local_ray(), tempfile.TemporaryDirectory(prefix="rlguard-bench-") as root:
@@ -83,5 +63,11 @@ def bench(
         )
     if json_out:
         sys.stdout.write(json.dumps(payload) + "\n")
-    else:
-        _print_table(payload)
+        return
+    config = payload["config"]
+    print_comparison(
+        payload,
+        COLUMNS,
+        f"rlguard runtime bench (means over {config['steps']} measured steps)",
+        f"{config['machine']}; each function process billed as one GPU",
+    )

@@ -25,8 +25,10 @@ from typing import Any
 import numpy as np
 import ray
 import torch
+from pydantic import BaseModel, ConfigDict, Field
 from transformers import AutoModelForCausalLM
 
+from rlguard.runtime.components import ABLATIONS, Components
 from rlguard.runtime.executors import (
     Executor,
     RuntimeConfig,
@@ -35,12 +37,10 @@ from rlguard.runtime.executors import (
     StepBatch,
     StepJob,
 )
-from rlguard.runtime.migration import check_tau
 from rlguard.runtime.pricing import Prices
 from rlguard.runtime.profiles import TimeProfile
 from rlguard.runtime.profiling import ProfileSettings, measure_profile
 from rlguard.runtime.report import StepReport, comparison, summarize
-from rlguard.runtime.sim.serverless import ABLATIONS, Components
 from rlguard.train.config import TaskConfig
 from rlguard.train.prompts import load_prompts
 from rlguard.train.toy import build
@@ -52,25 +52,23 @@ SYSTEM_PROMPT = (
 )
 
 
-@dataclass(frozen=True)
-class BenchSettings:
-    prompts: int = 12
-    k: int = 4
-    steps: int = 2  # measured, after one warm-up step
-    actors: int = 2
-    max_batch: int = 16
-    tau: float = 0.9
-    lam: float = 0.5
-    median_tokens: float = 16.0  # of the log-normal response-length distribution
-    max_tokens: int = 64
-    hidden_size: int = 256
-    layers: int = 2
-    seed: int = 0
+class BenchSettings(BaseModel):
+    """The bench's workload and runtime; field names are `rlguard runtime bench`'s options."""
 
-    def __post_init__(self) -> None:
-        check_tau(self.tau)
-        if min(self.prompts, self.k, self.steps, self.actors, self.max_batch) < 1:
-            raise ValueError(f"bench settings must be positive: {self}")
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prompts: int = Field(12, ge=1, description="prompts per step")
+    k: int = Field(4, ge=1, description="samples per prompt")
+    steps: int = Field(2, ge=1, description="measured steps, after one warm-up step")
+    actors: int = Field(2, ge=1, description="serverful pool; most serverless functions at once")
+    max_batch: int = Field(16, ge=1)
+    tau: float = Field(0.9, gt=0, le=1, description="cut-and-migrate threshold")
+    lam: float = Field(0.5, ge=0, le=1, description="latency weight of actor scaling")
+    median_tokens: float = Field(16.0, gt=0, description="of the log-normal response lengths")
+    max_tokens: int = Field(64, ge=2)
+    hidden_size: int = Field(256, ge=1)
+    layers: int = Field(2, ge=1)
+    seed: int = 0
 
 
 def response_budgets(settings: BenchSettings) -> list[int]:
@@ -177,7 +175,7 @@ def run_bench(
     for name, run in runs.items():
         summaries[name]["same_samples_as_baseline"] = run.samples == baseline.samples
     config_out = {
-        **asdict(settings),
+        **settings.model_dump(),
         "budgets": budgets,
         "prices": asdict(prices),
         "profile": asdict(profile),

@@ -36,13 +36,16 @@ def read_mapping(path: Path | str, text: str | None = None) -> dict[str, Any]:
 
 
 def build(factory: Callable[..., T], fields: dict[str, Any], where: str) -> T:
-    """`factory(**fields)`; a pydantic validation error becomes `where: field 'F': msg (got V)`."""
+    """`factory(**fields)`; a pydantic validation error becomes `where: field 'F': msg (got V)`,
+    or `where: msg` when the rule spans fields."""
     try:
         return factory(**fields)
     except ValidationError as e:
         err = e.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or "?"
         message = err["msg"].removeprefix("Value error, ")
+        if not err["loc"]:
+            raise InputError(f"{where}: {message}") from None
+        field = ".".join(str(p) for p in err["loc"])
         raise InputError(
             f"{where}: field '{field}': {message} (got {err['input']!r:.80})"
         ) from None

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 from pydantic.dataclasses import dataclass
 
 from rlguard.errors import InputError
@@ -40,7 +40,7 @@ class TimeProfile:
 
     name: str = Field(min_length=1)
     prefill_s_per_token: float = Field(ge=0)
-    decode_s_per_step: float = Field(gt=0, description="fixed cost of one decode step")
+    decode_s_per_step: float = Field(ge=0, description="fixed cost of one decode step")
     decode_s_per_seq: float = Field(ge=0, description="extra cost per sequence in the batch")
     score_s_per_token: float = Field(ge=0, description="one forward of a scoring model")
     train_s_per_token: float = Field(ge=0)
@@ -56,6 +56,17 @@ class TimeProfile:
     kv_capacity_tokens: int | None = Field(
         None, ge=1, description="tokens of KV cache one actor holds (None: only max_batch binds)"
     )
+
+    @model_validator(mode="after")
+    def _decoding_takes_time(self) -> TimeProfile:
+        """Each decode term may be 0 (a measured line can have no intercept), but not all: a
+        profile whose decode step is free would make any schedule look infinitely fast."""
+        if self.decode_step_s(1) <= 0:
+            raise ValueError(
+                "inconsistent decode times: decode_s_per_step, decode_s_per_seq and "
+                "decode_compute_s_per_seq are all 0, so a decode step would take no time"
+            )
+        return self
 
     def decode_step_s(self, batch: int, context: int = 0) -> float:
         """One decode step with `batch` sequences running whose contexts add up to `context`."""
@@ -78,10 +89,10 @@ class TimeProfile:
         floor = batch * self.decode_compute_s_per_seq
         if start >= floor:
             floored = 0
-        elif slope == 0:
+        elif floor - start >= steps * slope:  # no step reaches the floor (also: slope 0 or tiny)
             floored = steps
         else:
-            floored = min(steps, math.ceil((floor - start) / slope))
+            floored = math.ceil((floor - start) / slope)
         rest = steps - floored  # steps j = floored .. steps-1 are memory-bound
         memory = rest * start + slope * rest * (floored + steps - 1) / 2
         return floored * floor + memory

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rlguard.errors import InputError
@@ -76,6 +76,7 @@ def test_decode_step_time_grows_with_context_and_never_beats_the_compute_floor()
     st.floats(0, 1e-5),
     st.floats(0, 1e-3),
 )
+@example(27, 0, 1, 2.2250738585e-313, 9e-4)  # a subnormal KV term once overflowed the step count
 def test_closed_form_of_consecutive_steps_is_their_sum(batch, context, steps, per_ctx, floor):
     p = TimeProfile(**GOOD, decode_s_per_context_token=per_ctx, decode_compute_s_per_seq=floor)
     by_step = sum(p.decode_step_s(batch, context + batch * j) for j in range(steps))
@@ -107,6 +108,15 @@ def test_inconsistent_profile_names_file_field_and_value(tmp_path: Path, change,
     message = str(info.value)
     assert str(path) in message and f"'{field}'" in message
     assert "\n" not in message
+
+
+def test_a_profile_whose_decode_step_is_free_is_inconsistent(tmp_path: Path) -> None:
+    free = write(tmp_path, {**GOOD, "decode_s_per_step": 0.0, "decode_s_per_seq": 0.0})
+    with pytest.raises(InputError, match="inconsistent decode times") as info:
+        load_profile(free)
+    assert str(free) in str(info.value) and "\n" not in str(info.value)
+    # one decode term is enough: a line measured through the origin has no intercept
+    assert TimeProfile(**{**GOOD, "decode_s_per_step": 0.0}).decode_step_s(2) == pytest.approx(2e-4)
 
 
 def test_missing_field_and_bad_yaml_and_unknown_name(tmp_path: Path) -> None:

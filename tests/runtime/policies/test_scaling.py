@@ -5,22 +5,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from policy_profile import PROFILE
 
 from rlguard.runtime.pricing import Prices
 from rlguard.runtime.profiles import TimeProfile
 from rlguard.runtime.scaling import choose_actor_count, estimate_actor_times, group_work
-
-PROFILE = TimeProfile(
-    name="t",
-    prefill_s_per_token=0.0,
-    decode_s_per_step=0.02,
-    decode_s_per_seq=0.001,
-    score_s_per_token=0.0,
-    train_s_per_token=0.0,
-    cold_start_s=10.0,
-    max_batch=4,
-    gpus_per_actor=2,
-)
 
 
 def test_estimate_by_hand() -> None:

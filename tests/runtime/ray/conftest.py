@@ -1,5 +1,6 @@
 """One local Ray (2 CPUs, no dashboard) per test module, a tiny saved policy for the functions to
-load, and the shared workload as group requests."""
+load, and the shared workload as group requests (the driver's single torch thread and the tokenizer
+come from tests/runtime/conftest.py)."""
 
 from __future__ import annotations
 
@@ -7,26 +8,17 @@ import logging
 
 import pytest
 import ray
-import torch
 from ray_workload import BUDGETS, PROMPTS, K
 
 from rlguard.runtime.generation import GroupRequest
-from tiny_models import tiny_causal_lm, tiny_tokenizer
+from tiny_models import tiny_causal_lm
 
 
 @pytest.fixture(scope="module")
 def local_ray():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
     ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
     yield
     ray.shutdown()
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return tiny_tokenizer()
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ from ray_workload import PROMPTS, K, cpu_profile
 from transformers import AutoModelForCausalLM
 
 from rlguard.errors import InputError
+from rlguard.runtime.components import Components
 from rlguard.runtime.executors import (
     RuntimeConfig,
     ServerfulExecutor,
@@ -18,7 +19,6 @@ from rlguard.runtime.executors import (
     StepJob,
 )
 from rlguard.runtime.pricing import Prices
-from rlguard.runtime.sim.serverless import Components
 from rlguard.train.config import TaskConfig
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("local_ray")]

@@ -1,25 +1,38 @@
-"""`rlguard runtime bench` refuses bad options in one line before it starts anything."""
+"""`rlguard runtime bench` refuses bad options in one line, exit 2, before it starts anything."""
 
 from __future__ import annotations
 
 import pytest
 
-from rlguard.cli.runtime_bench import bench
+from cli_runner import cli
 from rlguard.errors import InputError
 from rlguard.runtime.bench import BenchSettings, response_budgets
 from rlguard.runtime.executors import RuntimeConfig
 
 
-def test_tau_outside_the_unit_interval_is_an_input_error():
-    with pytest.raises(InputError, match=r"tau must be in \(0, 1\], got 1.5"):
-        bench(tau=1.5)
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--tau", "0"], "--tau"),
+        (["--tau", "1.5"], "--tau"),
+        (["--actors", "0"], "--actors"),  # no function, so no GPU, to run on
+        (["--lam", "-0.1"], "--lam"),
+        (["--prompts", "0"], "--prompts"),
+        (["--keep-alive", "-1"], "--keep-alive"),
+    ],
+)
+def test_bad_options_are_one_line_exit_2(monkeypatch, capsys, args, needle):
+    code, out, err = cli(monkeypatch, capsys, "runtime", "bench", "--json", *args)
+    assert code == 2 and out == ""
+    assert err.startswith("error:") and needle in err and err.count("\n") == 1
 
 
-def test_a_negative_price_file_is_an_input_error(tmp_path):
+def test_a_negative_price_is_one_line_exit_2(monkeypatch, capsys, tmp_path):
     prices = tmp_path / "prices.yaml"
-    prices.write_text("serverless_gpu_s: -1\n")
-    with pytest.raises(InputError, match="serverless_gpu_s"):
-        bench(prices=prices)
+    prices.write_text("vm_gpu_s: -1\n")
+    code, out, err = cli(monkeypatch, capsys, "runtime", "bench", "--prices", str(prices))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert str(prices) in err and "vm_gpu_s" in err
 
 
 def test_response_budgets_are_long_tailed_and_bounded():

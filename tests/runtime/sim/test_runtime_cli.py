@@ -12,10 +12,12 @@ from cli_runner import cli
 from rlguard.runtime.profiles import load_profile
 
 KEYS = {"config", "baseline", "serverless", "speedup", "cost_cut", "ablation"}
+ABLATIONS = {"no-dedup", "no-assign", "no-scaling", "no-migrate"}
 
 
-def test_json_is_one_object_with_the_contract_schema(monkeypatch, capsys) -> None:
-    code, out, _ = cli(
+def simulate(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
+    """One seed of the paper testbed unless `args` say otherwise."""
+    return cli(
         monkeypatch,
         capsys,
         "runtime",
@@ -24,18 +26,18 @@ def test_json_is_one_object_with_the_contract_schema(monkeypatch, capsys) -> Non
         "paper-testbed",
         "--seeds",
         "1",
-        "--json",
-        "--tau",
-        "0.95",
-        "--lam",
-        "0.7",
+        *args,
     )
+
+
+def test_json_is_one_object_with_the_contract_schema(monkeypatch, capsys) -> None:
+    code, out, _ = simulate(monkeypatch, capsys, "--json", "--tau", "0.95", "--lam", "0.7")
     assert code == 0
     lines = out.splitlines()
     assert len(lines) == 1
     payload = json.loads(lines[0])
     assert set(payload) >= KEYS
-    assert set(payload["ablation"]) == {"no-dedup", "no-assign", "no-scaling", "no-migrate"}
+    assert set(payload["ablation"]) == ABLATIONS
     for entry in (payload["baseline"], payload["serverless"], *payload["ablation"].values()):
         assert {"step_s", "gpu_s", "cost_usd"} <= set(entry)
     b, s = payload["baseline"], payload["serverless"]
@@ -46,87 +48,73 @@ def test_json_is_one_object_with_the_contract_schema(monkeypatch, capsys) -> Non
 
 
 def test_table_without_json(monkeypatch, capsys) -> None:
-    code, out, _ = cli(
-        monkeypatch, capsys, "runtime", "simulate", "--setup", "paper-testbed", "--seeds", "1"
-    )
+    code, out, _ = simulate(monkeypatch, capsys)
     assert code == 0
     assert "baseline" in out and "no-migrate" in out and "paper: 1.35x" in out
 
 
-def test_profile_and_gpus_options(monkeypatch, capsys, tmp_path: Path) -> None:
-    code, out, _ = cli(
-        monkeypatch,
-        capsys,
-        "runtime",
-        "simulate",
-        "--setup",
-        "paper-testbed",
-        "--seeds",
-        "1",
-        "--json",
-        "--gpus",
-        "8",
-        "--profile",
-        "qwen2.5-7b-h100",
+def test_profile_and_gpus_options(monkeypatch, capsys) -> None:
+    code, out, _ = simulate(
+        monkeypatch, capsys, "--json", "--gpus", "8", "--profile", "qwen2.5-7b-h100"
     )
     assert code == 0, out
     config = json.loads(out)["config"]
     assert config["n_gpus"] == 8 and config["profile"]["name"] == "qwen2.5-7b-h100"
 
 
-def bad_profile(tmp_path: Path, **change) -> str:
-    fields = {**vars(load_profile("qwen2.5-7b-l40s")), **change}
-    path = tmp_path / "profile.yaml"
-    path.write_text(yaml.safe_dump(dict(fields)))
-    return str(path)
+def one_line_exit_2(code: int, out: str, err: str, *needles: str) -> None:
+    assert code == 2 and out == ""
+    assert err.startswith("error:") and err.count("\n") == 1
+    for needle in needles:
+        assert needle in err
 
 
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
         (["--setup", "paper-huge"], "--setup"),
-        (["--setup", "paper-testbed", "--tau", "0"], "--tau"),
-        (["--setup", "paper-testbed", "--tau", "1.5"], "--tau"),
-        (["--setup", "paper-testbed", "--lam", "2"], "--lam"),
-        (["--setup", "paper-testbed", "--gpus", "0"], "--gpus"),
+        (["--tau", "0"], "--tau"),
+        (["--tau", "1.5"], "--tau"),
+        (["--lam", "2"], "--lam"),
+        (["--gpus", "0"], "--gpus"),
         (["--setup", "paper-large", "--gpus", "10"], "--gpus"),
-        (["--setup", "paper-testbed", "--seeds", "0"], "--seeds"),
-        (["--setup", "paper-testbed", "--profile", "/no/such/file.yaml"], "no such profile"),
+        (["--seeds", "0"], "--seeds"),
+        (["--profile", "/no/such/file.yaml"], "no such profile"),
     ],
 )
 def test_bad_options_are_one_line_exit_2(monkeypatch, capsys, args, needle) -> None:
-    code, out, err = cli(monkeypatch, capsys, "runtime", "simulate", *args)
-    assert code == 2 and out == ""
-    assert err.startswith("error:") and needle in err and err.count("\n") == 1
+    one_line_exit_2(*simulate(monkeypatch, capsys, *args), needle)
+
+
+def bad_profile(tmp_path: Path, **change) -> str:
+    fields = {**vars(load_profile("qwen2.5-7b-l40s")), **change}
+    fields = {k: v for k, v in fields.items() if v is not None}
+    path = tmp_path / "profile.yaml"
+    path.write_text(yaml.safe_dump(fields))
+    return str(path)
 
 
 @pytest.mark.parametrize(
-    ("change", "field"),
+    ("change", "needle"),
     [
         ({"max_batch": 0}, "max_batch"),
         ({"decode_s_per_step": -0.02}, "decode_s_per_step"),
         ({"cold_start_s": -1}, "cold_start_s"),
+        ({"train_s_per_token": None}, "train_s_per_token"),  # missing
+        (
+            {"decode_s_per_step": 0, "decode_s_per_seq": 0, "decode_compute_s_per_seq": 0},
+            "inconsistent decode times",
+        ),
+        ({"kv_capacity_tokens": 3000}, "cannot hold one sequence of 3072 tokens"),
     ],
 )
-def test_inconsistent_profile_is_one_line_exit_2(monkeypatch, capsys, tmp_path, change, field):
+def test_inconsistent_profile_is_one_line_exit_2(monkeypatch, capsys, tmp_path, change, needle):
     path = bad_profile(tmp_path, **change)
-    code, _, err = cli(
-        monkeypatch, capsys, "runtime", "simulate", "--setup", "paper-testbed", "--profile", path
-    )
-    assert code == 2 and path in err and field in err and err.count("\n") == 1
+    one_line_exit_2(*simulate(monkeypatch, capsys, "--profile", path), path, needle)
 
 
 def test_negative_price_is_one_line_exit_2(monkeypatch, capsys, tmp_path: Path) -> None:
     prices = tmp_path / "prices.json"
     prices.write_text(json.dumps({"serverless_gpu_s": -0.5}))
-    code, _, err = cli(
-        monkeypatch,
-        capsys,
-        "runtime",
-        "simulate",
-        "--setup",
-        "paper-testbed",
-        "--prices",
-        str(prices),
-    )
-    assert code == 2 and "serverless_gpu_s" in err and str(prices) in err
+    result = simulate(monkeypatch, capsys, "--prices", str(prices))
+    one_line_exit_2(*result, "serverless_gpu_s", str(prices))

@@ -8,11 +8,12 @@ import dataclasses
 import pytest
 from sim_helpers import batch, profile
 
+from rlguard.runtime.components import ABLATIONS, Components
 from rlguard.runtime.lengths import LengthPredictor
 from rlguard.runtime.pricing import Prices
 from rlguard.runtime.sim.experiment import run_setup
 from rlguard.runtime.sim.serverful import serverful_step
-from rlguard.runtime.sim.serverless import ABLATIONS, Components, ServerlessSim
+from rlguard.runtime.sim.serverless import ServerlessSim
 from rlguard.runtime.sim.setups import SETUPS, Setup
 from rlguard.runtime.sim.workload import LengthModel, PromptPool
 

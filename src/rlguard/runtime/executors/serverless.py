@@ -10,14 +10,15 @@ keep-alive and is reused by the next phase that asks in time, else it is stopped
 the pool scales to zero. Billing is per function, per second, cold starts included
 (`Meter.serverless`).
 
-`Components` (shared with the simulator) switches each RLHFless component off for the ablation.
+`Components` (runtime/components.py, shared with the simulator) switches each RLHFless component
+off for the ablation; `plan_generation`, also shared, makes the scaling and assignment decisions.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from rlguard.runtime.assignment import equal_count_split, length_aware_split
+from rlguard.runtime.components import Components, plan_generation
 from rlguard.runtime.cost import Meter
 from rlguard.runtime.executors.base import Executor, RuntimeConfig
 from rlguard.runtime.executors.generation_phase import GenerationPhase, PhaseResult
@@ -29,8 +30,6 @@ from rlguard.runtime.lengths import LengthPredictor
 from rlguard.runtime.migration import check_tau
 from rlguard.runtime.pricing import Prices
 from rlguard.runtime.profiles import TimeProfile
-from rlguard.runtime.scaling import choose_actor_count
-from rlguard.runtime.sim.serverless import Components
 
 
 def prompt_key(request: GroupRequest) -> str:
@@ -66,29 +65,27 @@ class ServerlessExecutor(Executor):
         predicted = self.predictor.predict([prompt_key(r) for r in requests])
         return np.minimum(predicted, [r.max_new_tokens for r in requests])
 
-    def actor_count(self, predicted: np.ndarray, k: int) -> int:
-        most = min(self.config.actors, len(predicted))
-        if not self.components.scaling:
-            return most
-        decision = choose_actor_count(
+    def plan(self, requests: list[GroupRequest], predicted: np.ndarray) -> list[list[int]]:
+        """Which groups each generation function gets. Unlike the simulator's colocated workers,
+        a function left out of generation need not come back (scoring takes whichever functions
+        are warm; the rest expire after their keep-alive and the pool scales to zero), so scaling
+        does not charge for it (`idle_rejoin=False`); the meter still bills any keep-alive idle."""
+        return plan_generation(
+            self.components,
             predicted,
-            k,
+            max(r.k for r in requests),
             self.profile,
             self.prices,
             self.lam,
-            range(1, most + 1),
+            most=min(self.config.actors, len(requests)),
             warm=self.pool.warm(),
+            prompt_tokens=float(np.mean([len(r.prompt_ids) for r in requests])),
+            idle_rejoin=False,
         )
-        return decision.n_actors
 
     def _generate(self, requests: list[GroupRequest]) -> PhaseResult:
         predicted = self.predict(requests)
-        n = self.actor_count(predicted, max(r.k for r in requests))
-        if self.components.assign:
-            chunks = length_aware_split(predicted, n)
-        else:
-            chunks = equal_count_split(len(requests), n)
-        chunks = [chunk for chunk in chunks if chunk]
+        chunks = self.plan(requests, predicted)
         functions = self.pool.acquire(len(chunks), [GENERATION])
         phase = GenerationPhase(
             self.pool, self.config.max_batch, release_when_done=True, fault=self.take_fault()

@@ -14,13 +14,14 @@ from typing import Any
 
 import numpy as np
 
+from rlguard.runtime.components import ABLATIONS, Components
 from rlguard.runtime.lengths import LengthPredictor
 from rlguard.runtime.pricing import Prices
 from rlguard.runtime.profiles import TimeProfile
 from rlguard.runtime.report import StepReport, comparison, gains, summarize
 from rlguard.runtime.sim.serverful import serverful_step
-from rlguard.runtime.sim.serverless import ABLATIONS, Components, ServerlessSim
-from rlguard.runtime.sim.setups import Setup
+from rlguard.runtime.sim.serverless import ServerlessSim
+from rlguard.runtime.sim.setups import Setup, check_fits
 from rlguard.runtime.sim.workload import PromptPool, StepBatch
 
 BASELINE, SERVERLESS = "baseline", "serverless"
@@ -97,6 +98,7 @@ def run_setup(
 ) -> dict[str, Any]:
     """The CLI's JSON object: means over seeds, gains against the baseline, and per-seed gains.
     `on_seed(seed)` is called as each seed finishes (a progress bar)."""
+    check_fits(setup, profile)
     by_seed = {}
     for seed in seeds:
         by_seed[seed] = run_seed(setup, profile, prices, seed)

@@ -17,42 +17,22 @@ generate, score and train), billed per second from its cold start to its release
 3. Scoring and training on all workers, as in the baseline; they stay held into the next step's
    generation (the gap is zero).
 
-`Components` turns each RLHFless component off for the ablation.
+`Components` (runtime/components.py) turns each RLHFless component off for the ablation.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import numpy as np
-
-from rlguard.runtime.assignment import equal_count_split, length_aware_split
+from rlguard.runtime.components import Components, plan_generation
 from rlguard.runtime.cost import Meter
 from rlguard.runtime.lengths import LengthPredictor
 from rlguard.runtime.pricing import Prices
 from rlguard.runtime.profiles import TimeProfile
 from rlguard.runtime.report import StepReport
-from rlguard.runtime.scaling import choose_actor_count, estimate_actor_times, group_work
+from rlguard.runtime.scaling import estimate_actor_times
 from rlguard.runtime.sim.decode import simulate_generation
 from rlguard.runtime.sim.phases import scoring_s, training_s
 from rlguard.runtime.sim.setups import Setup
 from rlguard.runtime.sim.workload import StepBatch
-
-
-@dataclass(frozen=True)
-class Components:
-    dedup: bool = True
-    assign: bool = True
-    scaling: bool = True
-    migrate: bool = True
-
-
-ABLATIONS = {
-    "no-dedup": Components(dedup=False),
-    "no-assign": Components(assign=False),
-    "no-scaling": Components(scaling=False),
-    "no-migrate": Components(migrate=False),
-}
 
 
 class ServerlessSim:
@@ -64,22 +44,6 @@ class ServerlessSim:
         self.setup, self.profile, self.prices, self.parts = setup, profile, prices, components
         self.workers = setup.n_gpus // profile.gpus_per_actor
         self.last_generation_s: float | None = None
-
-    def _actors(self, predicted: np.ndarray, batch: StepBatch) -> int:
-        if not self.parts.scaling:
-            return self.workers
-        decision = choose_actor_count(
-            predicted,
-            batch.k,
-            self.profile,
-            self.prices,
-            self.setup.lam,
-            range(1, self.workers + 1),
-            warm=self.workers,
-            prompt_tokens=batch.mean_prompt_tokens(),
-            idle_rejoin=True,
-        )
-        return decision.n_actors
 
     def _bridge(
         self, meter: Meter, fid: str, done: float, expected: float, actual: float
@@ -101,12 +65,19 @@ class ServerlessSim:
 
     def step(self, batch: StepBatch, predictor: LengthPredictor) -> StepReport:
         predicted = predictor.predict(batch.keys)
-        n = self._actors(predicted, batch)
-        if self.parts.assign:
-            work = group_work(predicted, batch.k, self.profile, batch.mean_prompt_tokens())
-            assignment = length_aware_split(predicted, n, work)
-        else:
-            assignment = equal_count_split(len(batch.keys), n)
+        assignment = plan_generation(
+            self.parts,
+            predicted,
+            batch.k,
+            self.profile,
+            self.prices,
+            self.setup.lam,
+            most=self.workers,
+            warm=self.workers,  # every worker is held from the previous step's training
+            prompt_tokens=batch.mean_prompt_tokens(),
+            idle_rejoin=True,  # a worker left out of generation must score and train next
+        )
+        n = len(assignment)
         tau = self.setup.tau if self.parts.migrate else None
         gen = simulate_generation(assignment, batch, self.profile, self.parts.dedup, tau)
         expected = self.last_generation_s

@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rlguard.errors import InputError
+from rlguard.runtime.profiles import TimeProfile
 from rlguard.runtime.sim.workload import LengthModel
 
 # Model passes per step (verl): GRPO scores with the reference model and recomputes the policy's
@@ -48,3 +50,22 @@ SETUPS = {
 
 # What RLHFless reports against verl for each setup (REFERENCE.md s5): (speedup, GPU-s cost cut).
 PAPER_RESULTS = {"paper-testbed": (1.35, 0.448), "paper-large": (1.23, 0.387)}
+
+
+def check_fits(setup: Setup, profile: TimeProfile, where: str | None = None) -> None:
+    """A profile the setup can run on: its GPUs make whole actors, and each actor's KV cache holds
+    one sequence of the longest prompt and response (vLLM refuses to start otherwise). `where`
+    names the profile's file in the error (default: its name)."""
+    where = where or f"profile {profile.name}"
+    if setup.n_gpus % profile.gpus_per_actor:
+        raise InputError(
+            f"{setup.n_gpus} GPUs (--gpus) do not make whole actors of {profile.gpus_per_actor} "
+            f"GPUs ({where})"
+        )
+    longest = setup.workload.max_prompt + setup.workload.max_response
+    capacity = profile.kv_capacity_tokens
+    if capacity is not None and capacity < longest:
+        raise InputError(
+            f"{where}: field 'kv_capacity_tokens': cannot hold one sequence of {longest} tokens, "
+            f"the longest prompt and response of setup {setup.name} (got {capacity})"
+        )
