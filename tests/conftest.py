@@ -1,3 +1,5 @@
+"""Fixtures for the whole suite."""
+
 import pytest
 import torch
 
