@@ -12,7 +12,9 @@ import sys
 import click
 import typer
 
-from rlguard.cli import judge, simulate, train
+from rlguard.cli import judge, runtime_bench, simulate, train
+from rlguard.cli.lab import lab_app
+from rlguard.cli.runtime import runtime_app
 from rlguard.errors import InputError
 
 app = typer.Typer(
@@ -27,6 +29,9 @@ app.command()(simulate.simulate)
 app.command()(judge.judge)
 app.command()(train.train)
 bench_app.command("simulate")(simulate.bench_simulate)
+app.add_typer(runtime_app, name="runtime")
+app.add_typer(lab_app, name="lab")
+runtime_app.command("bench")(runtime_bench.bench)
 
 
 # typer >= 0.20 vendors click: its usage errors derive from typer.TyperException, not click's.

@@ -1,0 +1,77 @@
+"""`rlguard lab overoptimization`: the lab's experiment, printed as a table or one JSON object."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from rlguard.cli.options import names
+from rlguard.errors import InputError
+
+lab_app = typer.Typer(no_args_is_help=True, help="The offline world where reward hacking happens.")
+
+SHOWN = (
+    "proxy_gain",
+    "gold_start",
+    "gold_peak",
+    "gold_final",
+    "gold_drop_frac",
+    "gao_r2",
+    "satisfaction_start",
+    "satisfaction_end",
+    "seeds_hacked",
+)
+
+
+def _print(result: dict) -> None:
+    table = Table(title="rlguard lab overoptimization (means over seeds)")
+    table.add_column("method")
+    for column in SHOWN:
+        table.add_column(column, justify="right")
+    for method, row in result["methods"].items():
+        table.add_row(method, *(f"{row[c]:.3g}" for c in SHOWN))
+    console = Console(width=max(Console().width, 150))
+    console.print(table)
+    for rule, per_method in result["stops"].items():
+        stopped = ", ".join(f"{m} {s['stopped_seeds']}" for m, s in per_method.items())
+        console.print(f"{rule}: stopped seeds per method: {stopped}")
+
+
+@lab_app.command()
+def overoptimization(
+    seeds: Annotated[int, typer.Option(min=1, help="seeds per method")] = 5,
+    quick: Annotated[bool, typer.Option(help="the reduced version the tests run")] = False,
+    out: Annotated[Path, typer.Option(help="output directory (resumes what is there)")] = Path(
+        "runs/lab"
+    ),
+    methods: Annotated[str, typer.Option(help="all, or a comma list")] = "all",
+    workers: Annotated[int, typer.Option(min=1, help="runs at a time")] = 2,
+    json_out: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+) -> None:
+    """PPO and GRPO against a gameable proxy, CGPO with judges: gold, proxy and KL per step,
+    Gao's fit, and where EvalStop and GaoTrend would stop each run."""
+    from dataclasses import replace
+
+    from transformers.utils import logging as hf_logging
+
+    from rlguard.lab.experiment import LabConfig, quick_config
+    from rlguard.lab.experiment import overoptimization as run_lab
+    from rlguard.lab.methods import METHODS
+
+    if out.exists() and not out.is_dir():
+        raise InputError(f"option --out: {out} exists and is not a directory")
+    hf_logging.set_verbosity_error()
+    cfg = quick_config(seeds) if quick else LabConfig(seeds=seeds)
+    if methods != "all":
+        cfg = replace(cfg, methods=tuple(names(methods, list(METHODS), "--methods")))
+    result = run_lab(cfg, out, workers=workers, quiet=json_out)
+    if json_out:
+        print(json.dumps({"methods": result["methods"], "stops": result["stops"]}))
+    else:
+        _print(result)
+        print(f"wrote {out}/results.json, report.md, curves.json, plots/")

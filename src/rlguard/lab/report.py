@@ -1,0 +1,84 @@
+"""The lab's markdown report: per-method means, where each stop rule stopped, and per-run rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rlguard.lab.analysis import MEANED as COLUMNS
+from rlguard.lab.analysis import summarize_run
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return lines + ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in rows]
+
+
+def render(result: dict[str, Any], records: list[dict[str, Any]]) -> str:
+    budget = result["config"]["budget"]
+    lines = [
+        "# rlguard lab: reward overoptimization",
+        "",
+        f"Budget per run: {budget['steps']} steps, {budget['prompts_per_task']} prompts x "
+        f"{budget['k']} samples per task per step, learning rate {budget['learning_rate']}; "
+        f"seeds: {result['config']['seeds']}. Gold and satisfaction: held-out prompts.",
+        "",
+        "## Methods (means over seeds)",
+        "",
+        *_table(
+            ["method", *COLUMNS, "seeds_hacked", "seeds"],
+            [
+                [m, *(v[c] for c in COLUMNS), v["seeds_hacked"], v["seeds"]]
+                for m, v in result["methods"].items()
+            ],
+        ),
+        "",
+        "## Stop rules (watching online, not stopping)",
+        "",
+        *_table(
+            ["rule", "method", "stopped_seeds", "kept_gold_vs_peak", "stop steps"],
+            [
+                [rule, m, s["stopped_seeds"], s["kept_gold_vs_peak"], str(s["stop_steps"])]
+                for rule, per_method in result["stops"].items()
+                for m, s in per_method.items()
+            ],
+        ),
+        "",
+        "## Runs",
+        "",
+    ]
+    rows = []
+    for record in records:
+        s = summarize_run(record)
+        rows.append(
+            [
+                record["method"],
+                record["seed"],
+                s["proxy_gain"],
+                s["gold_start"],
+                s["gold_peak"],
+                s["gold_final"],
+                s["gold_drop_frac"],
+                s["gao_r2"],
+                s["hacked"],
+                str({r: v["step"] for r, v in s["stops"].items()}),
+            ]
+        )
+    header = [
+        "method",
+        "seed",
+        "proxy_gain",
+        "gold_start",
+        "gold_peak",
+        "gold_final",
+        "gold_drop_frac",
+        "gao_r2",
+        "hacked",
+        "stops",
+    ]
+    return "\n".join(lines + _table(header, rows)) + "\n"

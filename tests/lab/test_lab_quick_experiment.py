@@ -1,0 +1,70 @@
+"""The reduced lab experiment, end to end: a world is built, PPO hacks its proxy, CGPO does not,
+the stop rules catch the hacking run, and the cluster simulator replays the measured curves.
+
+Directions only: one seed of a small world is too noisy for the full acceptance thresholds
+(those are measured by benchmarks/bench_lab.py and reported in docs/lab.md).
+"""
+
+import json
+
+import pytest
+
+from cli_runner import cli
+from rlguard.lab.experiment import overoptimization, quick_config
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    out = tmp_path_factory.mktemp("quick-lab")
+    return out, overoptimization(quick_config(), out, workers=2, quiet=True)
+
+
+def test_ppo_raises_the_proxy_while_gold_rises_then_falls(lab):
+    ppo = lab[1]["methods"]["ppo"]
+    assert ppo["proxy_gain"] > 0
+    assert ppo["gold_peak"] > ppo["gold_start"]
+    assert ppo["gold_final"] < ppo["gold_peak"]
+    assert ppo["gold_drop_frac"] > 0
+
+
+def test_cgpo_ends_above_ppos_peak_and_satisfies_more_constraints(lab):
+    methods = lab[1]["methods"]
+    for name in ("crpg", "crraft"):
+        assert methods[name]["gold_final"] > methods["ppo"]["gold_final"]
+        assert methods[name]["satisfaction_end"] > methods[name]["satisfaction_start"]
+
+
+def test_a_stop_rule_stops_the_hacking_run_and_keeps_a_good_checkpoint(lab):
+    stops = lab[1]["stops"]
+    assert (
+        stops["gao-trend"]["ppo"]["stopped_seeds"] + stops["evalstop-k2"]["ppo"]["stopped_seeds"]
+        > 0
+    )
+    kept = [s["ppo"]["kept_gold_vs_peak"] for s in stops.values() if s["ppo"]["stopped_seeds"]]
+    assert max(kept) > 0.9
+
+
+def test_outputs_are_written_and_the_simulator_replays_the_curves(lab, monkeypatch, capsys):
+    out, _ = lab
+    for name in ("results.json", "report.md", "curves.json", "plots/ppo.png", "plots/crpg.png"):
+        assert (out / name).is_file()
+    code, stdout, err = cli(
+        monkeypatch,
+        capsys,
+        "simulate",
+        "--curves",
+        str(out / "curves.json"),
+        "--seeds",
+        "1",
+        "--jobs",
+        "60",
+        "--gpus",
+        "16",
+        "--workers",
+        "1",
+        "--json",
+    )
+    assert code == 0, err
+    assert "evalstop" in json.loads(stdout)["results"] or json.loads(stdout)
