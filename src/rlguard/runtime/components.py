@@ -3,6 +3,12 @@
 The simulator and the real serverless executor share this module, so an ablation means the same
 thing in both: `no-dedup` prefills every sample's prompt, `no-assign` splits groups by equal
 counts, `no-scaling` generates on every worker, `no-migrate` never cuts a long tail.
+
+`overlap` (scoring finished groups on workers whose generation is done while the tail still
+decodes) is our assumption, not a component the paper names, and only the simulator models it:
+the real executor scores after generation and ignores the flag, so `rlguard runtime bench`
+ablates the four shared components (`ABLATIONS`) and the simulator one more
+(`SIMULATED_ABLATIONS`).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ class Components:
     assign: bool = True
     scaling: bool = True
     migrate: bool = True
+    overlap: bool = True  # simulator only (see above)
 
 
 ABLATIONS = {
@@ -30,6 +37,7 @@ ABLATIONS = {
     "no-scaling": Components(scaling=False),
     "no-migrate": Components(migrate=False),
 }
+SIMULATED_ABLATIONS = {**ABLATIONS, "no-overlap": Components(overlap=False)}
 
 
 def plan_generation(

@@ -1,14 +1,20 @@
 """The generation plan the simulator and the real serverless executor share, component by
-component, and what `idle_rejoin` changes in it."""
+component, what `idle_rejoin` changes in it, and what each ablation switches off."""
 
 from __future__ import annotations
 
+import dataclasses
 from itertools import pairwise
 
 from policy_profile import PROFILE
 
 from rlguard.runtime.assignment import equal_count_split
-from rlguard.runtime.components import Components, plan_generation
+from rlguard.runtime.components import (
+    ABLATIONS,
+    SIMULATED_ABLATIONS,
+    Components,
+    plan_generation,
+)
 from rlguard.runtime.pricing import Prices
 
 PREDICTED = [100, 90, 80, 50, 40, 30, 20, 10]  # already sorted: longest first is index order
@@ -44,3 +50,12 @@ def test_left_out_workers_cost_only_when_they_must_rejoin() -> None:
     # their idle time or a cold start; the real executor's released functions need not
     assert len(plan(Components(), lam=0.0, idle_rejoin=False)) == 1
     assert len(plan(Components(), lam=0.0, idle_rejoin=True)) == 4
+
+
+def test_each_ablation_switches_off_exactly_its_component() -> None:
+    # the real bench ablates the shared four; only the simulator models overlap
+    assert set(ABLATIONS) == {"no-dedup", "no-assign", "no-scaling", "no-migrate"}
+    assert {**ABLATIONS, "no-overlap": Components(overlap=False)} == SIMULATED_ABLATIONS
+    for name, parts in SIMULATED_ABLATIONS.items():
+        off = [f.name for f in dataclasses.fields(parts) if not getattr(parts, f.name)]
+        assert [f"no-{field}" for field in off] == [name]

@@ -12,7 +12,7 @@ from cli_runner import cli
 from rlguard.runtime.profiles import load_profile
 
 KEYS = {"config", "baseline", "serverless", "speedup", "cost_cut", "ablation"}
-ABLATIONS = {"no-dedup", "no-assign", "no-scaling", "no-migrate"}
+ABLATIONS = {"no-dedup", "no-assign", "no-scaling", "no-migrate", "no-overlap"}
 
 
 def simulate(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:

@@ -12,6 +12,8 @@ the pool scales to zero. Billing is per function, per second, cold starts includ
 
 `Components` (runtime/components.py, shared with the simulator) switches each RLHFless component
 off for the ablation; `plan_generation`, also shared, makes the scaling and assignment decisions.
+`Components.overlap` (scoring finished groups during the generation tail) is simulator-only: this
+executor scores after generation and ignores it.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from rlguard.runtime.components import ABLATIONS, Components
+from rlguard.runtime.components import SIMULATED_ABLATIONS, Components
 from rlguard.runtime.lengths import LengthPredictor
 from rlguard.runtime.pricing import Prices
 from rlguard.runtime.profiles import TimeProfile
@@ -61,7 +61,8 @@ def run_seed(
     predictor = LengthPredictor(alpha=setup.alpha)
     sims = {SERVERLESS: ServerlessSim(setup, profile, prices, Components())}
     sims |= {
-        name: ServerlessSim(setup, profile, prices, parts) for name, parts in ABLATIONS.items()
+        name: ServerlessSim(setup, profile, prices, parts)
+        for name, parts in SIMULATED_ABLATIONS.items()
     }
     for index in range(history):
         _observe(predictor, step_batch(setup, pool, per_epoch, index))
@@ -118,7 +119,7 @@ def run_setup(
         config,
         means[BASELINE],
         means[SERVERLESS],
-        {name: means[name] for name in ABLATIONS},
+        {name: means[name] for name in SIMULATED_ABLATIONS},
     )
     payload["per_seed"] = [
         {"seed": seed, **gains(summaries[BASELINE][i], summaries[SERVERLESS][i])}

@@ -2,19 +2,27 @@
 
 Both executors run these phases on all GPUs (verl balances the tokens across ranks with
 Karmarkar-Karp; we assume perfect balance), so their GPU-seconds are the same on both sides and
-the runtimes differ only in generation, in cold starts and in what idle time is billed.
+the runtimes differ only in generation, in cold starts, in what idle time is billed, and in how
+much scoring the serverless executor hides behind the generation tail (sim/tail.py).
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from rlguard.runtime.profiles import TimeProfile
 from rlguard.runtime.sim.setups import PASSES, Setup
 from rlguard.runtime.sim.workload import StepBatch
 
 
-def scoring_s(batch: StepBatch, profile: TimeProfile, setup: Setup) -> float:
+def group_scoring_gpu_s(batch: StepBatch, profile: TimeProfile, setup: Setup) -> np.ndarray:
+    """(groups,) GPU-seconds to score each group: every scoring pass over its tokens."""
     passes = PASSES[setup.algorithm]["score"]
-    return passes * batch.sequence_tokens() * profile.score_s_per_token / setup.n_gpus
+    return passes * batch.group_tokens() * profile.score_s_per_token
+
+
+def scoring_s(batch: StepBatch, profile: TimeProfile, setup: Setup) -> float:
+    return float(group_scoring_gpu_s(batch, profile, setup).sum()) / setup.n_gpus
 
 
 def training_s(batch: StepBatch, profile: TimeProfile, setup: Setup) -> float:

@@ -64,10 +64,14 @@ class StepBatch:
         """Prompt tokens a sequence starts with, shared prefix included."""
         return float(self.prompt_tokens.mean()) + self.prefix_tokens
 
+    def group_tokens(self) -> np.ndarray:
+        """(groups,) prompt plus response tokens of each group's K samples: what scoring and
+        training process."""
+        return (self.prompt_tokens + self.prefix_tokens) * self.k + self.lengths.sum(axis=1)
+
     def sequence_tokens(self) -> int:
-        """Prompt plus response tokens over all samples: what scoring and training process."""
-        prompts = (self.prompt_tokens + self.prefix_tokens) * self.k
-        return int(prompts.sum() + self.lengths.sum())
+        """Prompt plus response tokens over all samples."""
+        return int(self.group_tokens().sum())
 
 
 class PromptPool:
