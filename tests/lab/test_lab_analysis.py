@@ -92,6 +92,8 @@ def test_the_summary_has_the_issue_schema():
     }
     assert keys <= set(result["methods"]["ppo"])
     assert result["methods"]["ppo"]["seeds_hacked"] == 1
+    one_seed = fit_gao(HACKING["curve"]["kl"], HACKING["curve"]["gold"])
+    assert result["methods"]["ppo"]["gao_r2_mean_curve"] == pytest.approx(one_seed.r2)
     assert result["stops"]["evalstop"]["ppo"]["stopped_seeds"] == 1
     assert result["stops"]["evalstop"]["crpg"] == {
         "stopped_seeds": 0,

@@ -50,10 +50,13 @@ def test_outputs_are_written_and_the_simulator_replays_the_curves(lab, monkeypat
     out, _ = lab
     for name in ("results.json", "report.md", "curves.json", "plots/ppo.png", "plots/crpg.png"):
         assert (out / name).is_file()
+    hacking = sum(c["hacking"] for c in json.loads((out / "curves.json").read_text())["curves"])
     code, stdout, err = cli(
         monkeypatch,
         capsys,
         "simulate",
+        "--hacking-fraction",
+        str(hacking / 3),
         "--curves",
         str(out / "curves.json"),
         "--seeds",
@@ -67,4 +70,20 @@ def test_outputs_are_written_and_the_simulator_replays_the_curves(lab, monkeypat
         "--json",
     )
     assert code == 0, err
-    assert "evalstop" in json.loads(stdout)["results"] or json.loads(stdout)
+    payload = json.loads(stdout)
+    assert payload["config"]["curves"] == str(out / "curves.json")
+    assert "precision" in payload["results"]["evalstop(srtf-est)"]
+
+
+def test_the_cli_resumes_the_finished_experiment_and_prints_the_json_contract(
+    lab, monkeypatch, capsys
+):
+    out, result = lab
+    code, stdout, err = cli(
+        monkeypatch, capsys, "lab", "overoptimization", "--quick", "--out", str(out), "--json"
+    )
+    assert code == 0, err
+    printed = json.loads(stdout)  # every run is reused: nothing is trained again
+    assert printed["methods"] == json.loads(json.dumps(result["methods"]))
+    assert set(printed["stops"]) == {"evalstop", "evalstop-k2", "gao-trend"}
+    assert set(printed["stops"]["evalstop"]["ppo"]) >= {"stopped_seeds", "kept_gold_vs_peak"}

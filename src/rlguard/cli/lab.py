@@ -44,7 +44,9 @@ def _print(result: dict) -> None:
 
 @lab_app.command()
 def overoptimization(
-    seeds: Annotated[int, typer.Option(min=1, help="seeds per method")] = 5,
+    seeds: Annotated[
+        int | None, typer.Option(min=1, help="seeds per method [default: 5, --quick: 1]")
+    ] = None,
     quick: Annotated[bool, typer.Option(help="the reduced version the tests run")] = False,
     out: Annotated[Path, typer.Option(help="output directory (resumes what is there)")] = Path(
         "runs/lab"
@@ -66,7 +68,7 @@ def overoptimization(
     if out.exists() and not out.is_dir():
         raise InputError(f"option --out: {out} exists and is not a directory")
     hf_logging.set_verbosity_error()
-    cfg = quick_config(seeds) if quick else LabConfig(seeds=seeds)
+    cfg = quick_config(seeds or 1) if quick else LabConfig(seeds=seeds or 5)
     if methods != "all":
         cfg = replace(cfg, methods=tuple(names(methods, list(METHODS), "--methods")))
     result = run_lab(cfg, out, workers=workers, quiet=json_out)

@@ -83,9 +83,13 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     runs: dict[str, list[dict[str, Any]]] = {}
     for record in records:
         runs.setdefault(record["method"], []).append(summarize_run(record))
+    curves: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        curves.setdefault(record["method"], []).append(record["curve"])
     methods = {
         method: {
             **{key: mean(r[key] for r in rs) for key in MEANED},
+            **_mean_curve_fit(curves[method]),
             "seeds_hacked": sum(r["hacked"] for r in rs),
             "seeds": len(rs),
         }
@@ -97,6 +101,20 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         for rule in rules
     }
     return {"methods": methods, "stops": stops}
+
+
+def _mean_curve_fit(curves: list[dict[str, Any]]) -> dict[str, float]:
+    """Gao's form fitted to the method's seed-mean curve (gold and KL averaged per eval): one
+    seed's eval noise is of the size of the effect, the mean's is sqrt(seeds) times smaller."""
+    length = min(len(c["gold"]) for c in curves)
+    gold = np.mean([c["gold"][:length] for c in curves], axis=0)
+    kl = np.mean([c["kl"][:length] for c in curves], axis=0)
+    fit = fit_gao(kl, gold)
+    return {
+        "gao_alpha_mean_curve": fit.alpha,
+        "gao_beta_mean_curve": fit.beta,
+        "gao_r2_mean_curve": fit.r2,
+    }
 
 
 def _stop_summary(stops: list[dict[str, Any]]) -> dict[str, Any]:

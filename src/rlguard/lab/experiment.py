@@ -16,7 +16,6 @@ from rlguard.cluster.curves import MeasuredCurve
 from rlguard.cluster.experiments.parallel import fan_out
 from rlguard.io import write_json, write_text
 from rlguard.lab.analysis import summarize, summarize_run
-from rlguard.lab.data import DataConfig
 from rlguard.lab.methods import METHODS
 from rlguard.lab.plots import plot_runs
 from rlguard.lab.report import render
@@ -33,16 +32,12 @@ class LabConfig:
 
 
 def quick_config(seeds: int = 1) -> LabConfig:
-    """The reduced experiment the tests run: half the world's data and a quarter of its
-    pretraining compute, 32 steps, PPO against CRPG and CRRAFT."""
-    data = DataConfig(pretrain_texts=3000, sft_demos=1000, preference_pairs=1500)
-    world = WorldConfig(data=data, pretrain_epochs=4, sft_epochs=4, batch_size=16)
-    return LabConfig(
-        seeds=seeds,
-        methods=("ppo", "crpg", "crraft"),
-        world=world,
-        budget=Budget(steps=32),
-    )
+    """The reduced experiment the tests run: a Llama of hidden size 64 (a quarter of the default's
+    parameters) pretrained on batches of 16 for half the epochs, 48 steps, PPO against CRPG and
+    CRRAFT."""
+    world = WorldConfig(hidden_size=64, pretrain_epochs=4, sft_epochs=4, batch_size=16)
+    methods = ("ppo", "crpg", "crraft")
+    return LabConfig(seeds=seeds, methods=methods, world=world, budget=Budget(steps=48))
 
 
 def _run_one(item: tuple[World, Budget, Path, str, int]) -> dict[str, Any]:

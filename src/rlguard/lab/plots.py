@@ -31,6 +31,7 @@ def plot_runs(records: list[dict[str, Any]], out: Path) -> list[Path]:
 
 def _plot_method(method: str, runs: list[dict[str, Any]], path: Path) -> Path:
     fig, (gold_ax, proxy_ax) = plt.subplots(1, 2, figsize=(11, 4.2))
+    labelled: set[str] = set()
     for record in runs:
         curve = record["curve"]
         d = np.sqrt(curve["kl"])
@@ -47,8 +48,9 @@ def _plot_method(method: str, runs: list[dict[str, Any]], path: Path) -> Path:
                     ms=11,
                     mew=2,
                     color=line.get_color(),
-                    label=label if record is runs[0] else None,
+                    label=None if rule in labelled else label,
                 )
+                labelled.add(rule)
     gold_ax.set(
         xlabel="d = sqrt(KL) (nats^0.5)", ylabel="gold score (held-out)", title=f"{method}: gold"
     )

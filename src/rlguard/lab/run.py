@@ -40,13 +40,13 @@ def _watched_rules() -> dict[str, StopRule]:
 class Budget:
     """What every method gets: the same steps, samples, token budget and learning rate."""
 
-    steps: int = 48
+    steps: int = 60
     eval_every: int = 4
     prompts_per_task: int = 4
     k: int = 4
     max_new_tokens: int = 48
     learning_rate: float = 2e-4
-    eval_prompts: int = 32
+    eval_prompts: int = 48
 
 
 @dataclass
