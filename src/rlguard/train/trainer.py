@@ -59,7 +59,10 @@ class CGPOTrainer:
         self.output_dir = Path(args.output_dir)
         self.tasks = [
             load_task(
-                cfg, f"tasks.{i}", (reward_funcs or {}).get(cfg.name), (gold_funcs or {}).get(cfg.name)
+                cfg,
+                f"tasks.{i}",
+                (reward_funcs or {}).get(cfg.name),
+                (gold_funcs or {}).get(cfg.name),
             )
             for i, cfg in enumerate(args.tasks)
         ]

@@ -9,7 +9,8 @@ from rlguard.cluster.stopping.gao_trend import GaoTrend, slope_t_statistic
 def test_an_eval_at_progress_zero_is_a_finite_point():
     progress = np.array([0.0, 0.2, 0.4, 0.6, 0.8])
     rising = 0.3 + 0.2 * progress
-    assert np.isfinite(slope_t_statistic(progress, rising + [0.0, 0.001, -0.001, 0.001, 0.0]))
+    noise = np.array([0.0, 0.001, -0.001, 0.001, 0.0])
+    assert np.isfinite(slope_t_statistic(progress, rising + noise))
 
 
 def test_a_run_falling_after_its_start_eval_is_stopped():

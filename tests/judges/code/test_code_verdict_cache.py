@@ -5,7 +5,9 @@ from rlguard.judges.code import CodeJudge
 
 TESTS = {"unit_tests": "assert add(1, 2) == 3"}
 RIGHT = "Sure.\n```python\ndef add(a, b):\n    return a + b\n```"
-SAME_PROGRAM = "Here it is, with other words around it.\n```python\ndef add(a, b):\n    return a + b\n```"
+SAME_PROGRAM = (
+    "Here it is, with other words around it.\n```python\ndef add(a, b):\n    return a + b\n```"
+)
 WRONG = "```python\ndef add(a, b):\n    return a - b\n```"
 
 
@@ -40,5 +42,7 @@ def test_the_cache_is_bounded_and_forgets_the_oldest(monkeypatch):
 def test_other_tests_are_another_program(monkeypatch):
     calls = counting(monkeypatch)
     judge = CodeJudge(max_workers=1)
-    verdicts = judge.judge(["p"] * 2, [RIGHT, RIGHT], [TESTS, {"unit_tests": "assert add(1, 1) == 3"}])
+    verdicts = judge.judge(
+        ["p"] * 2, [RIGHT, RIGHT], [TESTS, {"unit_tests": "assert add(1, 1) == 3"}]
+    )
     assert verdicts == [1, 0] and len(calls) == 2
