@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from rlguard.runtime.profiles import TimeProfile
-from rlguard.runtime.sim.workload import StepBatch
+from rlguard.runtime.sim.setups import Setup
+from rlguard.runtime.sim.workload import LengthModel, StepBatch
 
 
 def profile(
@@ -40,3 +43,16 @@ def batch(lengths: list[list[int]], prompt: int = 10, prefix: int = 0) -> StepBa
         prefix,
         np.asarray(lengths, dtype=int),
     )
+
+
+SMALL = Setup(
+    name="small",
+    n_gpus=4,
+    profile="test",
+    prompts_per_step=32,
+    k=4,
+    workload=LengthModel(dataset_prompts=64, max_response=256, response_median=40),
+    measure_steps=2,
+)
+"""4 GPUs, 32 prompts of 4 samples: a step the executors' tests can afford to simulate often."""
+SMALL_PROFILE = dataclasses.replace(profile(max_batch=16, prefill=1e-4), cold_start_s=0.5)

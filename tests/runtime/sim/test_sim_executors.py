@@ -6,7 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from sim_helpers import batch, profile
+from sim_helpers import SMALL, batch
+from sim_helpers import SMALL_PROFILE as PROFILE
 
 from rlguard.runtime.components import SIMULATED_ABLATIONS, Components
 from rlguard.runtime.lengths import LengthPredictor
@@ -14,19 +15,8 @@ from rlguard.runtime.pricing import Prices
 from rlguard.runtime.sim.experiment import run_setup
 from rlguard.runtime.sim.serverful import serverful_step
 from rlguard.runtime.sim.serverless import ServerlessSim
-from rlguard.runtime.sim.setups import SETUPS, Setup
-from rlguard.runtime.sim.workload import LengthModel, PromptPool
-
-SMALL = Setup(
-    name="small",
-    n_gpus=4,
-    profile="test",
-    prompts_per_step=32,
-    k=4,
-    workload=LengthModel(dataset_prompts=64, max_response=256, response_median=40),
-    measure_steps=2,
-)
-PROFILE = dataclasses.replace(profile(max_batch=16, prefill=1e-4), cold_start_s=0.5)
+from rlguard.runtime.sim.setups import SETUPS
+from rlguard.runtime.sim.workload import PromptPool
 
 
 def trained_predictor(pool: PromptPool) -> LengthPredictor:

@@ -7,7 +7,9 @@ import dataclasses
 from itertools import pairwise
 
 import pytest
-from sim_helpers import batch, profile
+from sim_helpers import SMALL as SETUP
+from sim_helpers import SMALL_PROFILE as PROFILE
+from sim_helpers import batch
 
 from rlguard.runtime.components import Components
 from rlguard.runtime.cost import Meter
@@ -16,19 +18,8 @@ from rlguard.runtime.pricing import Prices
 from rlguard.runtime.sim.decode import simulate_generation
 from rlguard.runtime.sim.phases import group_scoring_gpu_s
 from rlguard.runtime.sim.serverless import ServerlessSim
-from rlguard.runtime.sim.setups import Setup
 from rlguard.runtime.sim.tail import finish_time, run_tail
-from rlguard.runtime.sim.workload import LengthModel, PromptPool
-
-SETUP = Setup(
-    name="small",
-    n_gpus=4,
-    profile="test",
-    prompts_per_step=32,
-    k=4,
-    workload=LengthModel(dataset_prompts=64, max_response=256, response_median=40),
-)
-PROFILE = dataclasses.replace(profile(max_batch=16, prefill=1e-4), cold_start_s=0.5)
+from rlguard.runtime.sim.workload import PromptPool
 
 
 def test_finish_time_splits_the_rest_evenly_after_what_late_workers_still_do() -> None:
