@@ -47,7 +47,7 @@ def _run_one(item: tuple[World, Budget, Path, str, int]) -> dict[str, Any]:
 
 
 def overoptimization(cfg: LabConfig, out: Path, workers: int = 2, quiet: bool = False) -> dict:
-    world = build_world(out / "world", cfg.world)
+    world = build_world(out / "world", cfg.world, progress=not quiet)
     items = [
         (world, cfg.budget, out, method, seed)
         for seed in range(cfg.seeds)
