@@ -1,5 +1,7 @@
 """Gao's fit and the per-run verdicts the lab reports."""
 
+from dataclasses import asdict
+
 import numpy as np
 import pytest
 
@@ -109,3 +111,14 @@ def test_exported_curves_are_readable_by_the_cluster_simulator(tmp_path):
     curves = read_curves(tmp_path / "c.json").curves
     assert [c.hacks for c in curves] == [True, False]
     assert curves[0].score == tuple(HACKING["curve"]["gold"])
+
+
+def test_the_report_has_every_method_rule_and_run():
+    from rlguard.lab.experiment import LabConfig
+    from rlguard.lab.report import render
+
+    result = {"config": asdict(LabConfig(seeds=1)), **summarize([HACKING, HEALTHY])}
+    report = render(result, [HACKING, HEALTHY])
+    assert "| ppo |" in report and "| crpg |" in report
+    assert "| evalstop | ppo | 1 |" in report
+    assert report.count("\n| ppo | 0 |") == 1  # the per-run row

@@ -38,6 +38,16 @@ def render(result: dict[str, Any], records: list[dict[str, Any]]) -> str:
             ],
         ),
         "",
+        "Gao's form fitted to each method's seed-mean curve (gold and KL averaged per eval):",
+        "",
+        *_table(
+            ["method", "alpha", "beta", "R^2"],
+            [
+                [m, v["gao_alpha_mean_curve"], v["gao_beta_mean_curve"], v["gao_r2_mean_curve"]]
+                for m, v in result["methods"].items()
+            ],
+        ),
+        "",
         "## Stop rules (watching online, not stopping)",
         "",
         *_table(
