@@ -201,3 +201,37 @@ def test_several_updates_per_batch_clip_against_the_sampling_policy(world, optim
         trainer = make_trainer(world, optimizers=(optimizer, optimizer), loop=loop)
         clipped[updates] = trainer.training_step(1)[f"a/{clip_stat}"]
     assert clipped[1] == 0.0 and clipped[4] > 0.0
+
+
+def test_eval_samples_judge_each_answer_against_its_own_prompt(world):
+    """Two answers per prompt: prompt 0 gets ANSWERS[0:2], prompt 1 gets ANSWERS[2:4]. With prompt
+    1's answer changed to 4, only ANSWERS[0] passes the math judge."""
+    trainer = make_trainer(world, loop={"eval_samples": 2, "eval_temperature": 1.0})
+    trainer.tasks[0].eval_prompts.metadata[1]["answer"] = "4"
+    metrics = trainer.evaluate(step=0)["metrics"]
+    assert metrics["eval/a/constraint_satisfaction"] == 0.25
+    assert metrics["eval/b/constraint_satisfaction"] == 0.5
+    assert metrics["eval/a/reward"] == pytest.approx(sum(len(a) for a in ANSWERS) / 4 / 10)
+
+
+def test_eval_measures_kl_to_the_reference_on_the_first_answer_to_each_prompt(world):
+    trainer = make_trainer(world, loop={"eval_samples": 2, "eval_temperature": 1.0})
+    assert trainer.evaluate(step=0)["metrics"]["eval/a/seq_kl"] == pytest.approx(0.0, abs=1e-6)
+    policy = trainer.models.policy
+    with torch.no_grad():
+        for p in policy.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    prompts = trainer.tasks[0].eval_prompts.texts
+    answers = FixedRollout(trainer.tokenizer).generate(prompts, 2, 8, 1.0).select([0, 2])
+    with torch.no_grad():
+        expected = token_logprobs(policy, answers) - token_logprobs(
+            trainer.reference.model, answers
+        )
+    metrics = trainer.evaluate(step=0)["metrics"]
+    assert metrics["eval/a/seq_kl"] == pytest.approx(float(expected.sum(dim=1).mean()), rel=1e-5)
+    assert metrics["eval/a/seq_kl"] != pytest.approx(0.0, abs=1e-3)
+
+
+def test_several_eval_answers_per_prompt_need_sampling(world):
+    with pytest.raises(ValueError, match="eval_temperature > 0"):
+        make_trainer(world, loop={"eval_samples": 2, "eval_temperature": 0.0})

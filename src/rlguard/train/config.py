@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from rlguard.errors import InputError
 from rlguard.judges.registry import JudgeSpec
@@ -127,6 +135,9 @@ class CGPOConfig(Strict):
     eval_temperature: float = Field(
         0.0, ge=0, description="0 = greedy; > 0 samples (with a fixed seed per evaluation)"
     )
+    eval_samples: int = Field(
+        1, ge=1, description="answers per eval prompt when sampling (more: less eval noise)"
+    )
     save_every: int = Field(10, ge=1)
     keep_checkpoints: int = Field(2, ge=1, description="latest checkpoints kept (plus the best)")
     seed: int = 0
@@ -145,6 +156,13 @@ class CGPOConfig(Strict):
         if sum(t.weight for t in tasks) <= 0:
             raise ValueError("all task weights are zero (some tasks.N.weight must be > 0)")
         return tasks
+
+    @field_validator("eval_samples")
+    @classmethod
+    def _eval_samples(cls, samples: int, info: ValidationInfo) -> int:
+        if samples > 1 and info.data.get("eval_temperature") == 0:
+            raise ValueError(f"{samples} answers per prompt need eval_temperature > 0")
+        return samples
 
     def local_paths(self) -> list[tuple[str, str]]:
         """(field, path) of every local file or directory the run reads."""

@@ -34,7 +34,7 @@ from rlguard.train.objectives import (
     ScoredRollouts,
 )
 from rlguard.train.rewards import RewardFunction, calibrated, score
-from rlguard.train.rollout import LocalRollout, RolloutEngine
+from rlguard.train.rollout import LocalRollout, RolloutEngine, Rollouts
 from rlguard.train.tasks import Baseline, Task, load_task
 
 BASELINE_PREFETCH = 8
@@ -224,11 +224,24 @@ class CGPOTrainer:
         self.last_loss = total  # of the last update: the metrics above are too
         return {**metrics, "grad_norm": float(grad_norm)}
 
+    def sequence_log_ratio(self, rollouts: Rollouts) -> torch.Tensor:
+        """log(pi(a|s) / pi_ref(a|s)) of each completion, [N]: its mean estimates KL(pi || ref)."""
+        with torch.no_grad():
+            with self.reference.context():
+                ref_logp = token_logprobs(self.reference.model, rollouts)
+            return (token_logprobs(self.models.policy, rollouts) - ref_logp).sum(dim=1)
+
     def evaluate(self, step: int) -> dict[str, Any]:
         """The eval event at `step` (what EvalStop consumes) and the eval metrics."""
         args = self.args
         result = evaluate(
-            self.tasks, self.rollout, args.eval_prompts, args.eval_temperature, args.seed
+            self.tasks,
+            self.rollout,
+            args.eval_prompts,
+            args.eval_temperature,
+            args.seed,
+            samples=args.eval_samples,
+            log_ratio=self.sequence_log_ratio,
         )
         event = {
             "job_id": args.run_name or self.output_dir.name,
