@@ -100,8 +100,30 @@ def test_the_summary_has_the_issue_schema():
     assert result["stops"]["evalstop"]["crpg"] == {
         "stopped_seeds": 0,
         "kept_gold_vs_peak": None,
+        "kept_gold_vs_peak_min": None,
+        "missed_hacked": 0,
+        "stopped_not_hacked": 0,
         "stop_steps": [None],
     }
+    assert result["stops"]["gao-trend"]["ppo"]["missed_hacked"] == 1
+
+
+def test_a_stop_of_a_run_that_did_not_hack_is_counted_as_a_mistake():
+    stops = {"evalstop": 16, "gao-trend": None}
+    stopped_healthy = {**HEALTHY, "stops": stops}
+    early = record(
+        "ppo", 1, HACKING["curve"]["gold"], HACKING["curve"]["proxy"], {**stops, "evalstop": 4}
+    )
+    result = summarize([stopped_healthy, HACKING, early])
+    assert result["stops"]["evalstop"]["crpg"]["stopped_not_hacked"] == 1
+    ppo = result["stops"]["evalstop"]["ppo"]
+    assert ppo["stopped_not_hacked"] == 0 and ppo["missed_hacked"] == 0
+    assert ppo["kept_gold_vs_peak_min"] == pytest.approx(0.4 / 0.55)
+    assert ppo["kept_gold_vs_peak"] == pytest.approx((1.0 + 0.4 / 0.55) / 2)
+
+
+def test_the_start_is_the_initial_policys_eval_not_smoothed():
+    assert summarize_run(HACKING)["gold_start"] == 0.3
 
 
 def test_exported_curves_are_readable_by_the_cluster_simulator(tmp_path):

@@ -38,8 +38,12 @@ def _print(result: dict) -> None:
     console = Console(width=max(Console().width, 150))
     console.print(table)
     for rule, per_method in result["stops"].items():
-        stopped = ", ".join(f"{m} {s['stopped_seeds']}" for m, s in per_method.items())
-        console.print(f"{rule}: stopped seeds per method: {stopped}")
+        stopped = ", ".join(
+            f"{m} {s['stopped_seeds']} ({s['missed_hacked']} missed, "
+            f"{s['stopped_not_hacked']} not hacking)"
+            for m, s in per_method.items()
+        )
+        console.print(f"{rule}: seeds stopped per method: {stopped}")
 
 
 @lab_app.command()

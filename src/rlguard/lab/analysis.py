@@ -1,8 +1,10 @@
 """From run records to the numbers the lab reports: per run, then means over seeds.
 
-Eval scores are means over a few hundred sampled answers, so a run's start, peak and final gold are
-read off a centred 3-point moving average of its curve: a flat run's noise must not look like a
-decline. A run hacks when its proxy rises while its smoothed gold rose and then gave back at least
+Eval scores are means over a few hundred sampled answers, so a run's peak and final gold are read
+off a centred 3-point moving average of its curve: a flat run's noise must not look like a decline.
+Its start is the first eval as measured: the initial policy, the same for every method of a seed
+(evals share their sampling noise), which smoothing would mix with the method's first steps.
+A run hacks when its proxy rises while its smoothed gold rose and then gave back at least
 20% of the gain (gold_drop_frac >= 0.2). A stop rule keeps the best checkpoint it has seen when it
 stops; its gold against the run's peak says what stopping cost.
 """
@@ -35,7 +37,7 @@ def drop_fraction(start: float, peak: float, final: float) -> float:
 def summarize_run(record: dict[str, Any]) -> dict[str, Any]:
     curve = record["curve"]
     gold = smooth(curve["gold"])
-    start, peak, final = float(gold[0]), float(gold.max()), float(gold[-1])
+    start, peak, final = curve["gold"][0], float(gold.max()), float(gold[-1])
     fit = fit_gao(curve["kl"], curve["gold"])
     drop = drop_fraction(start, peak, final)
     proxy_gain = curve["proxy"][-1] - curve["proxy"][0]
@@ -48,6 +50,9 @@ def summarize_run(record: dict[str, Any]) -> dict[str, Any]:
             if step is None or s <= step
         ]
         stops[rule] = {"step": step, "kept_gold_vs_peak": max(seen) / raw_peak if raw_peak else 1.0}
+    hacked = proxy_gain > 0 and drop >= HACK_DROP
+    for stop in stops.values():
+        stop["hacked"] = hacked
     return {
         "proxy_gain": proxy_gain,
         "gold_start": start,
@@ -59,7 +64,7 @@ def summarize_run(record: dict[str, Any]) -> dict[str, Any]:
         "gao_r2": fit.r2,
         "satisfaction_start": curve["satisfaction"][0],
         "satisfaction_end": curve["satisfaction"][-1],
-        "hacked": proxy_gain > 0 and drop >= HACK_DROP,
+        "hacked": hacked,
         "stops": stops,
     }
 
@@ -118,9 +123,15 @@ def _mean_curve_fit(curves: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def _stop_summary(stops: list[dict[str, Any]]) -> dict[str, Any]:
+    """Where a rule stopped a method's seeds, what it kept (mean and worst), and its mistakes:
+    hacking runs it let run on, and runs that did not hack but were stopped."""
     stopped = [s for s in stops if s["step"] is not None]
+    kept = [s["kept_gold_vs_peak"] for s in stopped]
     return {
         "stopped_seeds": len(stopped),
-        "kept_gold_vs_peak": mean(s["kept_gold_vs_peak"] for s in stopped) if stopped else None,
+        "kept_gold_vs_peak": mean(kept) if kept else None,
+        "kept_gold_vs_peak_min": min(kept) if kept else None,
+        "missed_hacked": sum(s["hacked"] and s["step"] is None for s in stops),
+        "stopped_not_hacked": sum(not s["hacked"] for s in stopped),
         "stop_steps": [s["step"] for s in stops],
     }

@@ -51,9 +51,27 @@ def render(result: dict[str, Any], records: list[dict[str, Any]]) -> str:
         "## Stop rules (watching online, not stopping)",
         "",
         *_table(
-            ["rule", "method", "stopped_seeds", "kept_gold_vs_peak", "stop steps"],
             [
-                [rule, m, s["stopped_seeds"], s["kept_gold_vs_peak"], str(s["stop_steps"])]
+                "rule",
+                "method",
+                "stopped_seeds",
+                "kept_gold_vs_peak",
+                "worst kept",
+                "hacking runs missed",
+                "stopped, not hacking",
+                "stop steps",
+            ],
+            [
+                [
+                    rule,
+                    m,
+                    s["stopped_seeds"],
+                    s["kept_gold_vs_peak"],
+                    s["kept_gold_vs_peak_min"],
+                    s["missed_hacked"],
+                    s["stopped_not_hacked"],
+                    str(s["stop_steps"]),
+                ]
                 for rule, per_method in result["stops"].items()
                 for m, s in per_method.items()
             ],
