@@ -25,25 +25,30 @@ def test_ppo_raises_the_proxy_while_gold_rises_then_falls(lab):
     ppo = lab[1]["methods"]["ppo"]
     assert ppo["proxy_gain"] > 0
     assert ppo["gold_peak"] > ppo["gold_start"]
-    assert ppo["gold_final"] < ppo["gold_peak"]
-    assert ppo["gold_drop_frac"] > 0
+    assert ppo["gold_drop_frac"] >= 0.2 and ppo["seeds_hacked"] == 1
+
+
+def test_gaos_form_turns_over_for_ppo_only(lab):
+    methods = lab[1]["methods"]
+    assert methods["ppo"]["gao_beta"] > 0  # a peak at d* = exp(alpha / beta - 1)
+    assert methods["ppo"]["gao_r2"] > 0.5
+    assert methods["crpg"]["gao_beta"] < methods["ppo"]["gao_beta"]
 
 
 def test_cgpo_ends_above_ppos_peak_and_satisfies_more_constraints(lab):
     methods = lab[1]["methods"]
     for name in ("crpg", "crraft"):
-        assert methods[name]["gold_final"] > methods["ppo"]["gold_final"]
+        assert methods[name]["gold_final"] >= methods["ppo"]["gold_peak"]
         assert methods[name]["satisfaction_end"] > methods[name]["satisfaction_start"]
+        assert methods[name]["seeds_hacked"] == 0
 
 
-def test_a_stop_rule_stops_the_hacking_run_and_keeps_a_good_checkpoint(lab):
-    stops = lab[1]["stops"]
-    assert (
-        stops["gao-trend"]["ppo"]["stopped_seeds"] + stops["evalstop-k2"]["ppo"]["stopped_seeds"]
-        > 0
-    )
-    kept = [s["ppo"]["kept_gold_vs_peak"] for s in stops.values() if s["ppo"]["stopped_seeds"]]
-    assert max(kept) > 0.9
+def test_evalstop_stops_the_hacking_run_near_its_peak_and_no_cgpo_run(lab):
+    stops = lab[1]["stops"]["evalstop-k2"]
+    assert stops["ppo"]["stopped_seeds"] == 1
+    assert stops["ppo"]["kept_gold_vs_peak_min"] >= 0.95
+    for rule in lab[1]["stops"].values():
+        assert rule["crpg"]["stopped_seeds"] == rule["crraft"]["stopped_seeds"] == 0
 
 
 def test_outputs_are_written_and_the_simulator_replays_the_curves(lab, monkeypatch, capsys):

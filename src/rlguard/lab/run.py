@@ -9,10 +9,10 @@ checkpoint (the trainer's own resume), and a finished one is not run again.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlguard.cluster.events import EvalEvent
 from rlguard.cluster.registry import RULES, RuleParams
@@ -23,6 +23,9 @@ from rlguard.lab.methods import RUN_SETTINGS, task_settings
 from rlguard.lab.tasks import TASKS
 from rlguard.lab.world import World
 from rlguard.train.config import CGPOConfig
+
+if TYPE_CHECKING:  # the trainer imports torch, which a run's worker loads only when it trains
+    from rlguard.train.trainer import CGPOTrainer, EvalHook
 
 
 def _watched_rules() -> dict[str, StopRule]:
@@ -41,12 +44,16 @@ class Budget:
     """What every method gets: the same steps, samples, token budget and learning rate."""
 
     steps: int = 60
-    eval_every: int = 4
     prompts_per_task: int = 4
     k: int = 4
     max_new_tokens: int = 48
     learning_rate: float = 2e-4
+    # Eval noise (sd ~0.03 with one answer per prompt) is the size of a hacking run's decline
+    # between evals. Evals every 6 steps with two answers per prompt cost what evals every 4 with
+    # one did, and see a steady decline 1.5x larger against noise 1/sqrt(2) as large.
+    eval_every: int = 6
     eval_prompts: int = 48
+    eval_samples: int = 2
 
 
 @dataclass
@@ -86,6 +93,7 @@ def run_config(world: World, method: str, seed: int, budget: Budget, out: Path) 
         eval_every=budget.eval_every,
         save_every=budget.eval_every,
         eval_prompts=budget.eval_prompts,
+        eval_samples=budget.eval_samples,
         eval_temperature=1.0,  # the policy is a distribution; evals share their sampling noise
         seed=seed,
         tensorboard=False,
@@ -95,23 +103,23 @@ def run_config(world: World, method: str, seed: int, budget: Budget, out: Path) 
 
 
 def curve(out: Path, steps: int) -> dict[str, list[float]]:
-    """Per eval: progress, gold (the eval score), proxy, KL and the judges' satisfaction."""
+    """Per eval: progress, gold (the eval score), proxy, KL to the initial policy (measured on the
+    eval's own answers) and the judges' satisfaction."""
     events = [json.loads(line) for line in (out / "eval_events.jsonl").open()]
-    metrics = [json.loads(line) for line in (out / "metrics.jsonl").open()]
-    kl_at = {m["step"]: _task_mean(m, "{}/seq_kl", TASKS) for m in metrics if "math/seq_kl" in m}
-    judged = [name for name, task in TASKS.items() if task.judges]
-    satisfaction_at = {
-        m["step"]: _task_mean(m, "eval/{}/constraint_satisfaction", judged)
-        for m in metrics
-        if "eval/score" in m
+    evals = {
+        m["step"]: m
+        for line in (out / "metrics.jsonl").open()
+        if "eval/score" in (m := json.loads(line))
     }
+    judged = [name for name, task in TASKS.items() if task.judges]
+    at = [evals[e["step"]] for e in events]
     return {
         "step": [e["step"] for e in events],
         "progress": [e["step"] / steps for e in events],
         "gold": [e["score"] for e in events],
         "proxy": [e["proxy"] for e in events],
-        "kl": [max(kl_at.get(e["step"], 0.0), 0.0) for e in events],
-        "satisfaction": [satisfaction_at[e["step"]] for e in events],
+        "kl": [max(_task_mean(m, "eval/{}/seq_kl", TASKS), 0.0) for m in at],
+        "satisfaction": [_task_mean(m, "eval/{}/constraint_satisfaction", judged) for m in at],
     }
 
 
@@ -121,6 +129,24 @@ def _task_mean(metrics: dict[str, float], key: str, tasks: Iterable[str]) -> flo
     return sum(values) / len(values)
 
 
+def lab_trainer(
+    world: World, config: CGPOConfig, eval_hooks: Sequence[EvalHook] = ()
+) -> CGPOTrainer:
+    """The trainer of a lab run: every task rewarded by the world's proxy, scored by its gold."""
+    from rlguard.train.rewards import ClassifierReward
+    from rlguard.train.trainer import CGPOTrainer
+
+    proxy = ClassifierReward.from_pretrained(str(world.reward_model))
+    gold = GoldScorer(world.rows())
+    return CGPOTrainer(
+        config,
+        reward_funcs=dict.fromkeys(TASKS, proxy),
+        gold_funcs=dict.fromkeys(TASKS, gold),
+        eval_hooks=list(eval_hooks),
+        progress=False,
+    )
+
+
 def run(world: World, method: str, seed: int, budget: Budget, out: Path) -> dict[str, Any]:
     """Train (or resume) one run and return its record; a finished run's record is reused."""
     record_path = out / "record.json"
@@ -128,22 +154,10 @@ def run(world: World, method: str, seed: int, budget: Budget, out: Path) -> dict
         return json.loads(record_path.read_text())
     import torch
 
-    from rlguard.train.rewards import ClassifierReward
-    from rlguard.train.trainer import CGPOTrainer
-
     torch.set_num_threads(1)
-    config = run_config(world, method, seed, budget, out / "train")
-    proxy = ClassifierReward.from_pretrained(str(world.reward_model))
-    gold = GoldScorer(world.rows())
     watch = StopWatch()
-    trainer = CGPOTrainer(
-        config,
-        reward_funcs=dict.fromkeys(TASKS, proxy),
-        gold_funcs=dict.fromkeys(TASKS, gold),
-        eval_hooks=[watch],
-        progress=False,
-    )
-    summary = trainer.train()
+    config = run_config(world, method, seed, budget, out / "train")
+    summary = lab_trainer(world, config, eval_hooks=[watch]).train()
     record = {
         "method": method,
         "seed": seed,
