@@ -29,9 +29,9 @@ if TYPE_CHECKING:  # the trainer imports torch, which a run's worker loads only 
 
 
 def _watched_rules() -> dict[str, StopRule]:
-    """EvalStop as the cluster plane runs it (k=3), EvalStop with k=2 (a run here has about a
-    dozen evals, and hacking runs crash then plateau: three consecutive declines can miss them),
-    and our GaoTrend detector."""
+    """EvalStop with k=2, the lab's (a run here has 11 evals, and a hacking run's decline lasts
+    2-4 of them before it flattens: three consecutive declines are often not there to count),
+    EvalStop as the cluster plane runs it (k=3), and our GaoTrend detector."""
     return {
         "evalstop": RULES["evalstop"](RuleParams()),
         "evalstop-k2": RULES["evalstop"](RuleParams(k=2)),
