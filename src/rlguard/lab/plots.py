@@ -12,6 +12,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.lines import Line2D
 
 from rlguard.io import atomic_path
 
@@ -31,33 +32,32 @@ def plot_runs(records: list[dict[str, Any]], out: Path) -> list[Path]:
 
 def _plot_method(method: str, runs: list[dict[str, Any]], path: Path) -> Path:
     fig, (gold_ax, proxy_ax) = plt.subplots(1, 2, figsize=(11, 4.2))
-    labelled: set[str] = set()
+    seeds, stopped = [], set()
     for record in runs:
         curve = record["curve"]
         d = np.sqrt(curve["kl"])
         line = gold_ax.plot(d, curve["gold"], "-o", ms=3, label=f"seed {record['seed']}")[0]
+        seeds.append(line)
         proxy_ax.plot(d, curve["proxy"], "-o", ms=3, color=line.get_color())
         for rule, step in record["stops"].items():
             if step is not None:
                 i = curve["step"].index(step)
-                marker, label = MARKERS.get(rule, ("*", rule))
-                gold_ax.plot(
-                    d[i],
-                    curve["gold"][i],
-                    marker,
-                    ms=11,
-                    mew=2,
-                    color=line.get_color(),
-                    label=None if rule in labelled else label,
-                )
-                labelled.add(rule)
+                marker = MARKERS[rule][0]
+                gold_ax.plot(d[i], curve["gold"][i], marker, ms=11, mew=2, color=line.get_color())
+                stopped.add(rule)
+    # the rules' markers in grey after the seeds: a marker's colour is its run's
+    rules = [
+        Line2D([], [], marker=marker, ls="", ms=9, mew=2, color="0.35", label=label)
+        for rule, (marker, label) in MARKERS.items()
+        if rule in stopped
+    ]
     gold_ax.set(
         xlabel="d = sqrt(KL) (nats^0.5)", ylabel="gold score (held-out)", title=f"{method}: gold"
     )
     proxy_ax.set(xlabel="d = sqrt(KL) (nats^0.5)", ylabel="proxy reward", title=f"{method}: proxy")
     for ax in (gold_ax, proxy_ax):
         ax.grid(alpha=0.3)
-    gold_ax.legend(fontsize=7)
+    gold_ax.legend(handles=seeds + rules, fontsize=7)
     fig.tight_layout()
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=110, format="png")
