@@ -12,20 +12,11 @@ from rich.table import Table
 
 from rlguard.cli.options import names
 from rlguard.errors import InputError
+from rlguard.lab.analysis import HEADLINE
 
 lab_app = typer.Typer(no_args_is_help=True, help="The offline world where reward hacking happens.")
 
-SHOWN = (
-    "proxy_gain",
-    "gold_start",
-    "gold_peak",
-    "gold_final",
-    "gold_drop_frac",
-    "gao_r2",
-    "satisfaction_start",
-    "satisfaction_end",
-    "seeds_hacked",
-)
+SHOWN = (*HEADLINE, "satisfaction_start", "satisfaction_end", "seeds_hacked")
 
 
 def _print(result: dict) -> None:

@@ -69,6 +69,8 @@ def summarize_run(record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+# what a run is judged by, in the order the tables show it
+HEADLINE = ("proxy_gain", "gold_start", "gold_peak", "gold_final", "gold_drop_frac", "gao_r2")
 MEANED = (
     "proxy_gain",
     "gold_start",

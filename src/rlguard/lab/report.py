@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from rlguard.lab.analysis import HEADLINE, summarize_run
 from rlguard.lab.analysis import MEANED as COLUMNS
-from rlguard.lab.analysis import summarize_run
 
 
 def _fmt(value: Any) -> str:
@@ -83,30 +83,8 @@ def render(result: dict[str, Any], records: list[dict[str, Any]]) -> str:
     rows = []
     for record in records:
         s = summarize_run(record)
-        rows.append(
-            [
-                record["method"],
-                record["seed"],
-                s["proxy_gain"],
-                s["gold_start"],
-                s["gold_peak"],
-                s["gold_final"],
-                s["gold_drop_frac"],
-                s["gao_r2"],
-                s["hacked"],
-                str({r: v["step"] for r, v in s["stops"].items()}),
-            ]
-        )
-    header = [
-        "method",
-        "seed",
-        "proxy_gain",
-        "gold_start",
-        "gold_peak",
-        "gold_final",
-        "gold_drop_frac",
-        "gao_r2",
-        "hacked",
-        "stops",
-    ]
+        stops = str({r: v["step"] for r, v in s["stops"].items()})
+        headline = [s[c] for c in HEADLINE]
+        rows.append([record["method"], record["seed"], *headline, s["hacked"], stops])
+    header = ["method", "seed", *HEADLINE, "hacked", "stops"]
     return "\n".join(lines + _table(header, rows)) + "\n"
