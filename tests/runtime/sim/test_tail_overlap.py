@@ -18,7 +18,7 @@ from rlguard.runtime.pricing import Prices
 from rlguard.runtime.sim.decode import simulate_generation
 from rlguard.runtime.sim.phases import group_scoring_gpu_s
 from rlguard.runtime.sim.serverless import ServerlessSim
-from rlguard.runtime.sim.tail import finish_time, run_tail
+from rlguard.runtime.sim.tail import Tail, finish_time
 from rlguard.runtime.sim.workload import PromptPool
 
 
@@ -38,7 +38,7 @@ def test_every_group_is_scored_once_and_training_waits_for_the_last_score(
     assignment = [list(range(g, 32, 4)) for g in range(4)]
     gen = simulate_generation(assignment, work, PROFILE, dedup=True, tau=tau)
     group_gpu_s = group_scoring_gpu_s(work, PROFILE, SETUP)
-    tail = run_tail(
+    tail = Tail(
         Meter(Prices(keep_alive_s=keep_alive)),
         gen,
         group_gpu_s,
@@ -47,7 +47,7 @@ def test_every_group_is_scored_once_and_training_waits_for_the_last_score(
         expected=0.5 * gen.end_s,  # a wrong prediction too: pre-warmed workers join the tail
         overlap=True,
         workers=4,
-    )
+    ).run()
     assert tail.tail_scored, "some groups finish before the tail ends"
     assert sorted([*tail.tail_scored, *tail.rest]) == list(range(32))
     finished = gen.seq_end_s.reshape(32, -1).max(axis=1)

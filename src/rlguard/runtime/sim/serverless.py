@@ -28,7 +28,7 @@ from rlguard.runtime.scaling import estimate_actor_times
 from rlguard.runtime.sim.decode import simulate_generation
 from rlguard.runtime.sim.phases import group_scoring_gpu_s, training_s
 from rlguard.runtime.sim.setups import Setup
-from rlguard.runtime.sim.tail import run_tail
+from rlguard.runtime.sim.tail import Tail
 from rlguard.runtime.sim.workload import StepBatch
 
 
@@ -69,7 +69,7 @@ class ServerlessSim:
 
         meter = Meter(self.prices)
         group_gpu_s = group_scoring_gpu_s(batch, self.profile, self.setup)
-        tail = run_tail(
+        tail = Tail(
             meter,
             gen,
             group_gpu_s,
@@ -78,7 +78,7 @@ class ServerlessSim:
             expected=expected,
             overlap=self.parts.overlap,
             workers=self.workers,
-        )
+        ).run()
         train = training_s(batch, self.profile, self.setup)
         step_s = tail.scoring_end_s + train
         meter.close(step_s)

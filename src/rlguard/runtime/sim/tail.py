@@ -68,7 +68,11 @@ def finish_time(available: Sequence[float], gpus: int, work_gpu_s: float) -> flo
     return last + max(0.0, work_gpu_s - spare) / (len(available) * gpus)
 
 
-class _Tail:
+class Tail:
+    """The tail and the rest of scoring of one step on `workers` workers, each started in `meter`
+    as carried in from the last step. `group_gpu_s`: each group's scoring GPU-seconds;
+    `expected`: when history predicts generation ends. `run()` schedules it."""
+
     def __init__(
         self,
         meter: Meter,
@@ -76,6 +80,7 @@ class _Tail:
         group_gpu_s: np.ndarray,
         profile: TimeProfile,
         prices: Prices,
+        *,
         expected: float,
         overlap: bool,
         workers: int,
@@ -167,20 +172,3 @@ class _Tail:
             rest=rest,
             idle_s=[worker.idle_s for worker in self.workers],
         )
-
-
-def run_tail(
-    meter: Meter,
-    gen: GenerationResult,
-    group_gpu_s: np.ndarray,
-    profile: TimeProfile,
-    prices: Prices,
-    *,
-    expected: float,
-    overlap: bool,
-    workers: int,
-) -> TailResult:
-    """Schedule the tail and the rest of scoring on `workers` workers, each started in `meter`
-    as carried in from the last step. `group_gpu_s`: each group's scoring GPU-seconds;
-    `expected`: when history predicts generation ends."""
-    return _Tail(meter, gen, group_gpu_s, profile, prices, expected, overlap, workers).run()
