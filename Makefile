@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/rlguard simulate --scenario paper --seeds 10 --base srtf-est --out runs/demo
+	$(BIN)/rlguard demo
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

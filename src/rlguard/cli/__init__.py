@@ -12,7 +12,8 @@ import sys
 import click
 import typer
 
-from rlguard.cli import judge, runtime_bench, simulate, train
+from rlguard.cli import demo, judge, runtime_bench, serve, simulate, train
+from rlguard.cli.jobs import jobs_app
 from rlguard.cli.lab import lab_app
 from rlguard.cli.runtime import runtime_app
 from rlguard.errors import InputError
@@ -32,6 +33,10 @@ bench_app.command("simulate")(simulate.bench_simulate)
 app.add_typer(runtime_app, name="runtime")
 app.add_typer(lab_app, name="lab")
 runtime_app.command("bench")(runtime_bench.bench)
+app.command()(serve.serve)
+app.command()(demo.demo)
+app.add_typer(serve.tenants_app, name="tenants")
+app.add_typer(jobs_app, name="jobs")
 
 
 # typer >= 0.20 vendors click: its usage errors derive from typer.TyperException, not click's.

@@ -72,3 +72,50 @@ def overoptimization(
     else:
         _print(result)
         print(f"wrote {out}/results.json, report.md, curves.json, plots/")
+
+
+@lab_app.command()
+def job(
+    method: Annotated[str, typer.Argument(help="ppo, grpo, crpg, crraft or codpo")],
+    world: Annotated[Path, typer.Option(help="a built world (rlguard lab overoptimization)")],
+    seed: Annotated[int, typer.Option(min=0)] = 0,
+    quick: Annotated[bool, typer.Option(help="the quick experiment's budget")] = False,
+    out: Annotated[
+        Path | None, typer.Option(help="output directory [default: $RLGUARD_OUTPUT_DIR]")
+    ] = None,
+) -> None:
+    """One lab run as a job: under the platform it reports its evals and obeys its stops;
+    SIGTERM checkpoints it (exit 143) and a rerun resumes it."""
+    import os
+
+    from transformers.utils import logging as hf_logging
+
+    from rlguard.cli.train import stop_rule_hook
+    from rlguard.lab.experiment import LabConfig, quick_config
+    from rlguard.lab.methods import METHODS
+    from rlguard.lab.run import lab_trainer, run_config
+    from rlguard.lab.world import World
+    from rlguard.platform.client import PlatformRule
+    from rlguard.train.preemption import PREEMPTED_EXIT, SigtermFlag
+
+    names(method, list(METHODS), "METHOD", allow_many=False)
+    if not (world / "world.json").is_file():
+        raise InputError(f"option --world: {world} is not a built world (no world.json)")
+    out = out or (
+        Path(os.environ["RLGUARD_OUTPUT_DIR"]) if "RLGUARD_OUTPUT_DIR" in os.environ else None
+    )
+    if out is None:
+        raise InputError("option --out: give it, or run under the platform")
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    import torch
+
+    torch.set_num_threads(1)
+    budget = (quick_config() if quick else LabConfig()).budget
+    config = run_config(World(world), method, seed, budget, out)
+    rule = PlatformRule.from_env(best_dir=str(out / "best"))
+    hooks = [stop_rule_hook(rule)] if rule is not None else []
+    summary = lab_trainer(World(world), config, hooks, should_preempt=SigtermFlag()).train()
+    print(json.dumps(summary), flush=True)
+    if summary["preempted"]:
+        raise typer.Exit(PREEMPTED_EXIT)

@@ -16,9 +16,6 @@ import typer
 from rlguard.cli.options import names
 from rlguard.cluster.events import EvalEvent
 from rlguard.cluster.stopping.base import StopRule
-from rlguard.errors import InputError
-
-STAGES = ("sft", "reward", "dpo", "cgpo")
 
 
 def stop_rule_hook(rule: StopRule) -> Callable[[dict[str, Any]], str | None]:
@@ -42,40 +39,30 @@ def train(
     from transformers.utils import logging as hf_logging
 
     from rlguard.cluster.registry import RULES, RuleParams
-    from rlguard.train.config import CGPOConfig, check_paths, load_yaml, parse_config
-    from rlguard.train.offline import (
-        DPOConfig,
-        RewardModelConfig,
-        SFTConfig,
-        run_dpo,
-        run_reward_model,
-        run_sft,
-    )
+    from rlguard.train.config import load_yaml
+    from rlguard.train.stages import parse_stage
 
     hf_logging.disable_progress_bar()  # per-shard load/save bars would bury our own progress
-    raw = load_yaml(config)
-    stage = raw.pop("stage", "cgpo")
-    if stage not in STAGES:
-        raise InputError(
-            f"{config}: stage: unknown stage {stage!r} (choose from {', '.join(STAGES)})"
-        )
+    stage, cfg = parse_stage(load_yaml(config), config)
     rule = RULES[names(stop_rule, list(RULES), "--stop-rule", allow_many=False)[0]](RuleParams())
     if stage == "cgpo":
+        from rlguard.platform.client import PlatformRule
+        from rlguard.train.preemption import PREEMPTED_EXIT, SigtermFlag
         from rlguard.train.trainer import CGPOTrainer
 
-        cfg = parse_config(CGPOConfig, raw, config)
-        check_paths(cfg.local_paths(), config)
+        # Under the platform, it decides the stops (and this job reports its evals to it).
+        rule = PlatformRule.from_env(best_dir=str(Path(cfg.output_dir) / "best")) or rule
         hooks = [stop_rule_hook(rule)] if rule is not None else []
-        summary = CGPOTrainer(cfg, eval_hooks=hooks, progress=progress).train()
+        trainer = CGPOTrainer(
+            cfg, eval_hooks=hooks, progress=progress, should_preempt=SigtermFlag()
+        )
+        summary = trainer.train()
         print(json.dumps(summary))
+        if summary["preempted"]:
+            raise typer.Exit(PREEMPTED_EXIT)  # checkpointed: "resume me", not "done"
         return
-    runners = {
-        "sft": (SFTConfig, run_sft),
-        "reward": (RewardModelConfig, run_reward_model),
-        "dpo": (DPOConfig, run_dpo),
-    }
-    model, run = runners[stage]
-    offline = parse_config(model, {**raw, "stage": stage}, config)
-    check_paths(offline.local_paths(), config)
-    final = run(offline, progress)
+    from rlguard.train.offline import run_dpo, run_reward_model, run_sft
+
+    runners = {"sft": run_sft, "reward": run_reward_model, "dpo": run_dpo}
+    final = runners[stage](cfg, progress)
     print(json.dumps({"stage": stage, "model": str(final)}))

@@ -257,8 +257,7 @@ class Engine:
             return
         rows = np.fromiter(sorted(self._running | self._pending), dtype=np.int64)
         view = ClusterView(self.table, rows, t, self.nodes.capacity)
-        keys = self.scheduler.priority(view)
-        ordered = rows[np.lexsort((rows, view.submit_s, keys))]
+        ordered = self.scheduler.order(view)
         running = self.table.running[ordered]
         if preempt:
             admitted = greedy_admit(self.table.gpus[ordered], self.nodes.capacity)

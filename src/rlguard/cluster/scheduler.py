@@ -35,6 +35,11 @@ class Scheduler:
     def priority(self, view: ClusterView) -> np.ndarray:
         return self.policy.priority(view)
 
+    def order(self, view: ClusterView) -> np.ndarray:
+        """The view's rows, first to run first: by priority, then submission, then row."""
+        keys = self.priority(view)
+        return view.rows[np.lexsort((view.rows, view.submit_s, keys))]
+
     def observe(self, event: EvalEvent) -> Decision:
         return self.stop_rule.observe(event) if self.stop_rule else CONTINUE
 

@@ -9,7 +9,7 @@ checkpoint (the trainer's own resume), and a finished one is not run again.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -130,7 +130,10 @@ def _task_mean(metrics: dict[str, float], key: str, tasks: Iterable[str]) -> flo
 
 
 def lab_trainer(
-    world: World, config: CGPOConfig, eval_hooks: Sequence[EvalHook] = ()
+    world: World,
+    config: CGPOConfig,
+    eval_hooks: Sequence[EvalHook] = (),
+    should_preempt: Callable[[], bool] | None = None,
 ) -> CGPOTrainer:
     """The trainer of a lab run: every task rewarded by the world's proxy, scored by its gold."""
     from rlguard.train.rewards import ClassifierReward
@@ -144,6 +147,7 @@ def lab_trainer(
         gold_funcs=dict.fromkeys(TASKS, gold),
         eval_hooks=list(eval_hooks),
         progress=False,
+        should_preempt=should_preempt,
     )
 
 

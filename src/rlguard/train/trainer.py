@@ -54,6 +54,7 @@ class CGPOTrainer:
         rollout_engine: RolloutEngine | None = None,
         eval_hooks: Sequence[EvalHook] = (),
         progress: bool = True,
+        should_preempt: Callable[[], bool] | None = None,
     ) -> None:
         self.args = args
         self.output_dir = Path(args.output_dir)
@@ -86,6 +87,8 @@ class CGPOTrainer:
         self.optimizer = torch.optim.AdamW(params, lr=args.learning_rate, fused=True)
         self.eval_hooks = list(eval_hooks)
         self.progress = progress
+        self.should_preempt = should_preempt or (lambda: False)
+        self.preempted = False
         self.step = 0
         self.best_score: float | None = None
         self.last_loss = 0.0
@@ -320,7 +323,13 @@ class CGPOTrainer:
                 log.log(step, self.training_step(step))
                 if step % self.args.eval_every == 0 or step == self.args.steps:
                     self._on_eval(step, log)
-                if step % self.args.save_every == 0 or step == self.args.steps or self.stop_reason:
+                self.preempted = self.should_preempt() and step < self.args.steps
+                if (
+                    step % self.args.save_every == 0
+                    or step == self.args.steps
+                    or self.stop_reason
+                    or self.preempted
+                ):
                     checkpoint.save_checkpoint(
                         self.output_dir / "checkpoints",
                         step,
@@ -330,7 +339,7 @@ class CGPOTrainer:
                     )
                     checkpoint.rotate(self.output_dir / "checkpoints", self.args.keep_checkpoints)
                 bar.update(job, completed=step)
-                if self.stop_reason:
+                if self.stop_reason or self.preempted:
                     break
         log.close()
         summary = {
@@ -338,6 +347,7 @@ class CGPOTrainer:
             "resumed_from": start,
             "best_score": self.best_score,
             "stopped": self.stop_reason,
+            "preempted": self.preempted,
             "wall_s": round(time.perf_counter() - began, 2),
         }
         write_json(self.output_dir / "summary.json", summary)

@@ -1,0 +1,134 @@
+"""`rlguard jobs ...`: the platform's HTTP API from the shell (RLGUARD_URL, RLGUARD_API_KEY)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from rlguard.errors import InputError
+
+jobs_app = typer.Typer(no_args_is_help=True, help="Submit and watch jobs on the platform.")
+JsonOut = Annotated[bool, typer.Option("--json", help="print JSON")]
+
+
+def _client():  # type: ignore[no-untyped-def]
+    from rlguard.platform.client import Client
+
+    missing = [v for v in ("RLGUARD_URL", "RLGUARD_API_KEY") if not os.environ.get(v)]
+    if missing:
+        raise InputError(f"set {' and '.join(missing)} (the platform's URL and your API key)")
+    return Client.from_env()
+
+
+def _call(fn, *args):  # type: ignore[no-untyped-def]
+    """One API call; its refusal or an unreachable server is one line (exit 2)."""
+    import httpx
+
+    from rlguard.platform.client import PlatformError
+
+    try:
+        return fn(*args)
+    except PlatformError as e:
+        raise InputError(f"the platform refused it ({e.status}): {e}") from None
+    except httpx.TransportError as e:
+        raise InputError(f"cannot reach the platform at {os.environ['RLGUARD_URL']}: {e}") from None
+
+
+def _show(obj: Any, json_out: bool) -> None:
+    if json_out:
+        print(json.dumps(obj))
+        return
+    console = Console()
+    rows = obj["data"] if obj.get("object") == "list" else [obj]
+    if rows and rows[0].get("object") == "job":
+        table = Table()
+        for column in ("id", "status", "kind", "gpus", "queue_position", "stop_reason"):
+            table.add_column(column)
+        for job in rows:
+            table.add_row(
+                *(str(job.get(c) if job.get(c) is not None else "") for c in table.columns_names())
+            )
+        console.print(table)
+    else:
+        for row in rows:
+            console.print_json(json.dumps(row))
+
+
+@jobs_app.command()
+def submit(
+    config: Annotated[Path | None, typer.Argument(help="an rlguard train YAML")] = None,
+    command: Annotated[str | None, typer.Option(help="a command job's shell command")] = None,
+    gpus: Annotated[int, typer.Option(help="GPUs the job needs")] = 1,
+    cpus: Annotated[float, typer.Option(help="CPUs the job needs")] = 1.0,
+    kind: Annotated[str | None, typer.Option(help="command jobs: rlhf, sft, dpo, ...")] = None,
+    estimate_s: Annotated[float | None, typer.Option(help="your runtime estimate")] = None,
+    stop_rule: Annotated[str | None, typer.Option(help="override the stop rule")] = None,
+    k: Annotated[int | None, typer.Option(help="override EvalStop's k")] = None,
+    shadow: Annotated[bool, typer.Option(help="the rule only advises")] = False,
+    json_out: JsonOut = False,
+) -> None:
+    """Submit a train config or a command; prints the job (with its id)."""
+    from rlguard.train.config import load_yaml
+
+    if (config is None) == (command is None):
+        raise InputError("give exactly one of CONFIG or --command")
+    body: dict[str, Any] = {"gpus": gpus, "cpus": cpus}
+    if config is not None:
+        body["config"] = load_yaml(config)
+    else:
+        body.update(command=command, **({"kind": kind} if kind else {}))
+    if estimate_s is not None:
+        body["estimate_s"] = estimate_s
+    policy = {"rule": stop_rule, "k": k, "shadow": shadow}
+    body["stop_policy"] = {key: v for key, v in policy.items() if v not in (None, False)}
+    _show(_call(_client().submit, body), json_out)
+
+
+@jobs_app.command("list")
+def list_jobs(
+    limit: Annotated[int, typer.Option(min=1, max=1000)] = 20, json_out: JsonOut = False
+) -> None:
+    """Your jobs, newest first."""
+    _show(_call(_client().jobs, limit), json_out)
+
+
+@jobs_app.command()
+def get(job_id: str, json_out: JsonOut = False) -> None:
+    """One job."""
+    _show(_call(_client().job, job_id), json_out)
+
+
+@jobs_app.command()
+def cancel(job_id: str, json_out: JsonOut = False) -> None:
+    """Cancel a job (a running one checkpoints and stops)."""
+    _show(_call(_client().cancel, job_id), json_out)
+
+
+@jobs_app.command()
+def checkpoints(job_id: str, json_out: JsonOut = False) -> None:
+    """A job's checkpoints; is_best marks the one delivered (best by eval score)."""
+    _show(_call(_client().checkpoints, job_id), json_out)
+
+
+@jobs_app.command()
+def events(
+    job_id: str,
+    follow: Annotated[bool, typer.Option(help="stream until the job ends")] = False,
+    json_out: JsonOut = False,
+) -> None:
+    """A job's events (state changes, evals, decisions, checkpoints)."""
+    client = _client()
+    found = _call(client.follow, job_id) if follow else _call(client.all_events, job_id)
+    for event in found:
+        print(
+            json.dumps(event)
+            if json_out
+            else f"{event['seq']:>5} {event['type']:<10} {json.dumps(event['data'])}",
+            flush=True,
+        )

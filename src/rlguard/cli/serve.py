@@ -1,0 +1,87 @@
+"""`rlguard serve` and `rlguard tenants`: the platform's server and its operator commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from rlguard.cli.options import validated
+from rlguard.errors import InputError
+
+tenants_app = typer.Typer(no_args_is_help=True, help="Tenants of the platform (operator).")
+
+DataDir = Annotated[Path, typer.Option(help="the platform's data directory")]
+Db = Annotated[str | None, typer.Option(help="store URL [default: SQLite in --data-dir]")]
+
+
+def serve(
+    db: Db = None,
+    address: Annotated[str | None, typer.Option(help="an existing Ray cluster")] = None,
+    policy: Annotated[str, typer.Option(help="base scheduler (as in rlguard simulate)")] = "fifo",
+    policy_args: Annotated[str, typer.Option(help="JSON of the policy's knobs")] = "{}",
+    stop_rule: Annotated[str, typer.Option(help="the default stop rule, or none")] = "evalstop",
+    k: Annotated[int, typer.Option(help="EvalStop: consecutive declines")] = 3,
+    min_delta: Annotated[float, typer.Option(help="EvalStop: smallest counted decline")] = 0.01,
+    warmup: Annotated[int, typer.Option(help="EvalStop: evals before counting")] = 2,
+    gpus: Annotated[int, typer.Option(help="GPUs of a local Ray (virtual on a CPU)")] = 2,
+    host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535)] = 8321,
+    data_dir: DataDir = Path("runs/platform"),
+    grace_s: Annotated[float, typer.Option(min=0, help="stop grace before SIGKILL")] = 30.0,
+) -> None:
+    """Run the platform: HTTP API, scheduler and Ray executor (Ctrl-C stops it gracefully)."""
+    from rlguard.cluster.registry import RuleParams
+    from rlguard.platform.server import ServeConfig
+    from rlguard.platform.server import serve as run_server
+
+    try:
+        args = json.loads(policy_args)
+    except json.JSONDecodeError as e:
+        raise InputError(f"option --policy-args: not JSON ({e})") from None
+    if not isinstance(args, dict):
+        raise InputError(f"option --policy-args: expected a JSON object (got {policy_args!r})")
+    if gpus < 1:
+        raise InputError(f"option --gpus: must be >= 1 (got {gpus})")
+    params = validated(RuleParams, k=k, min_delta=min_delta, warmup=warmup)
+    cfg = ServeConfig(
+        data_dir=data_dir,
+        db=db,
+        address=address,
+        policy=policy,
+        policy_args=args,
+        stop_rule=stop_rule,
+        rule_params=params,
+        gpus=gpus,
+        host=host,
+        port=port,
+        grace_s=grace_s,
+    )
+    run_server(cfg)
+
+
+@tenants_app.command("create")
+def create(
+    name: Annotated[str, typer.Argument(help="the tenant's unique name")],
+    quota_gpus: Annotated[int, typer.Option(help="GPUs it may hold at once")],
+    weight: Annotated[float, typer.Option(help="its fair-share weight")] = 1.0,
+    admin: Annotated[bool, typer.Option(help="the key also gets the admin scope")] = False,
+    db: Db = None,
+    data_dir: DataDir = Path("runs/platform"),
+    json_out: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+) -> None:
+    """Create a tenant in the store and print its API key (shown this once)."""
+    from rlguard.platform.store import Store, default_url
+    from rlguard.platform.tenants import create_tenant
+
+    store = Store(db or default_url(data_dir))
+    try:
+        tenant_id, key = create_tenant(store, name, quota_gpus, weight, admin)
+    finally:
+        store.close()
+    if json_out:
+        print(json.dumps({"tenant_id": tenant_id, "api_key": key}))
+    else:
+        print(f"tenant {name} ({tenant_id}); API key (shown once): {key}")

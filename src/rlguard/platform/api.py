@@ -1,0 +1,280 @@
+"""The HTTP API (FastAPI): OpenAI's fine-tuning jobs conventions, Bearer keys, tenant isolation.
+
+A tenant's key sees only its tenant's jobs; another tenant's job answers exactly as a job that
+does not exist (404), so not even its existence leaks. An admin key sees every job. Job tokens
+(`rlj_...`) are accepted only for their own job's reports. Handlers are plain functions (run in
+FastAPI's thread pool) over the synchronous store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import PlainTextResponse
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+from sse_starlette.sse import EventSourceResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from rlguard.errors import InputError
+from rlguard.platform import states
+from rlguard.platform.db import ApiKey, Checkpoint, Decision, Event, Job, Run, Tenant
+from rlguard.platform.errors import (
+    ApiError,
+    BodyLimit,
+    on_api_error,
+    on_http_error,
+    on_validation_error,
+)
+from rlguard.platform.jobspec import input_error_field
+from rlguard.platform.keys import digest
+from rlguard.platform.schemas import CheckpointReport, EvalReport, JobCreate
+from rlguard.platform.service import Conflict, NotFound, Platform, Unauthorized
+from rlguard.platform.usage import cluster_view, usage_view
+from rlguard.platform.views import checkpoint_view, decision_view, event_view, job_view, page
+
+MAX_PAGE = 1000
+SSE_POLL_S = 0.25
+
+
+@dataclass(frozen=True)
+class Caller:
+    tenant: Tenant
+    scopes: frozenset[str]
+
+    @property
+    def admin(self) -> bool:
+        return "admin" in self.scopes
+
+
+def _bearer(request: Request) -> str:
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise ApiError(
+            401, "missing API key: send 'Authorization: Bearer <key>'", "missing_api_key"
+        )
+    return token.strip()
+
+
+def _platform(request: Request) -> Platform:
+    return request.app.state.platform
+
+
+def caller(request: Request) -> Caller:
+    """The tenant behind a valid, unexpired, unrevoked API key."""
+    key = _bearer(request)
+    platform = _platform(request)
+    with platform.store.transaction() as s:
+        found = s.scalar(select(ApiKey).where(ApiKey.digest == digest(key)))
+        now = time.time()
+        if (
+            found is None
+            or found.revoked_at is not None
+            or (found.expires_at is not None and found.expires_at <= now)
+        ):
+            raise ApiError(401, "invalid API key", "invalid_api_key")
+        tenant = s.get(Tenant, found.tenant_id)
+        return Caller(tenant, frozenset(found.scopes))
+
+
+def needs(scope: str):  # type: ignore[no-untyped-def]
+    def check(who: Annotated[Caller, Depends(caller)]) -> Caller:
+        if scope not in who.scopes and not who.admin:
+            raise ApiError(403, f"this key lacks the {scope!r} scope", "insufficient_scope")
+        return who
+
+    return check
+
+
+Reader = Annotated[Caller, Depends(needs("read"))]
+Submitter = Annotated[Caller, Depends(needs("submit"))]
+
+
+def _visible_job(s: Session, job_id: str, who: Caller) -> Job:
+    job = s.get(Job, job_id)
+    if job is None or (job.tenant_id != who.tenant.id and not who.admin):
+        raise ApiError(404, f"no job {job_id!r}", "job_not_found", "job_id")
+    return job
+
+
+def _job_views(s: Session, platform: Platform, jobs: list[Job]) -> list[dict[str, Any]]:
+    ids = [j.id for j in jobs]
+    best = {
+        c.job_id: c
+        for c in s.scalars(select(Checkpoint).where(Checkpoint.job_id.in_(ids), Checkpoint.is_best))
+    }
+    attempts = dict(
+        s.execute(select(Run.job_id, func.count()).where(Run.job_id.in_(ids)).group_by(Run.job_id))
+        .tuples()
+        .all()
+    )
+    positions = {j: a.queue_position for j, a in platform.active.items()}
+    return [job_view(j, best.get(j.id), positions.get(j.id), attempts.get(j.id, 0)) for j in jobs]
+
+
+def create_app(platform: Platform) -> FastAPI:
+    app = FastAPI(title="rlguard platform", version="1", docs_url=None, redoc_url=None)
+    app.state.platform = platform
+    app.add_middleware(BodyLimit)
+    app.add_exception_handler(ApiError, on_api_error)
+    app.add_exception_handler(RequestValidationError, on_validation_error)
+    app.add_exception_handler(StarletteHTTPException, on_http_error)
+
+    @app.post("/v1/jobs", status_code=201)
+    def submit(body: JobCreate, who: Submitter) -> dict[str, Any]:
+        try:
+            job_id = platform.submit(who.tenant, body)
+        except InputError as e:
+            param, message = input_error_field(e)
+            raise ApiError(422, message, "invalid_value", param) from None
+        return get_job(job_id, who)
+
+    @app.get("/v1/jobs")
+    def list_jobs(
+        who: Reader,
+        after: str | None = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 20,
+        status: Annotated[str | None, Query(pattern="|".join(states.ALL))] = None,
+    ) -> dict[str, Any]:
+        with platform.store.transaction() as s:
+            query = select(Job).order_by(Job.created_at.desc(), Job.id.desc())
+            if not who.admin:
+                query = query.where(Job.tenant_id == who.tenant.id)
+            if status is not None:
+                query = query.where(Job.status == status)
+            if after is not None:
+                cursor = _visible_job(s, after, who)
+                query = query.where(
+                    (Job.created_at < cursor.created_at)
+                    | ((Job.created_at == cursor.created_at) & (Job.id < cursor.id))
+                )
+            jobs = s.scalars(query.limit(limit + 1)).all()
+            return page(_job_views(s, platform, jobs[:limit]), len(jobs) > limit)
+
+    @app.get("/v1/jobs/{job_id}")
+    def get_job(job_id: str, who: Reader) -> dict[str, Any]:
+        with platform.store.transaction() as s:
+            return _job_views(s, platform, [_visible_job(s, job_id, who)])[0]
+
+    @app.post("/v1/jobs/{job_id}/cancel")
+    def cancel(job_id: str, who: Submitter) -> dict[str, Any]:
+        with platform.store.transaction() as s:
+            _visible_job(s, job_id, who)
+        try:
+            platform.cancel(job_id)
+        except Conflict as e:
+            raise ApiError(409, str(e), "job_finished") from None
+        except NotFound:
+            raise ApiError(404, f"no job {job_id!r}", "job_not_found", "job_id") from None
+        return get_job(job_id, who)
+
+    def _events(s: Session, job_id: str, after: int, limit: int) -> list[Event]:
+        query = select(Event).where(Event.job_id == job_id, Event.seq > after)
+        return s.scalars(query.order_by(Event.seq).limit(limit)).all()
+
+    @app.get("/v1/jobs/{job_id}/events", response_model=None)
+    def events(
+        job_id: str,
+        who: Reader,
+        after: Annotated[int, Query(ge=0)] = 0,
+        limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
+        stream: bool = False,
+    ) -> dict[str, Any] | EventSourceResponse:
+        with platform.store.transaction() as s:
+            _visible_job(s, job_id, who)
+            if not stream:
+                found = _events(s, job_id, after, limit + 1)
+                return page([event_view(e) for e in found[:limit]], len(found) > limit)
+        return EventSourceResponse(_stream(job_id, after))
+
+    async def _stream(job_id: str, after: int):  # type: ignore[no-untyped-def]
+        """Server-sent events: every event after the cursor, then new ones as they are stored,
+        until the job has finished and everything was sent. `id:` is the seq (Last-Event-ID)."""
+        cursor = after
+        while True:
+            with platform.store.transaction() as s:
+                found = _events(s, job_id, cursor, MAX_PAGE)
+                finished = s.get(Job, job_id).status in states.TERMINAL
+                views = [event_view(e) for e in found]
+            for view in views:
+                cursor = view["seq"]
+                yield {"id": str(cursor), "event": view["type"], "data": _json(view)}
+            if finished and not views:
+                return
+            await asyncio.sleep(SSE_POLL_S)
+
+    @app.get("/v1/jobs/{job_id}/checkpoints")
+    def checkpoints(job_id: str, who: Reader) -> dict[str, Any]:
+        with platform.store.transaction() as s:
+            _visible_job(s, job_id, who)
+            found = s.scalars(
+                select(Checkpoint).where(Checkpoint.job_id == job_id).order_by(Checkpoint.step)
+            ).all()
+            return page([checkpoint_view(c) for c in found], False)
+
+    @app.get("/v1/jobs/{job_id}/decisions")
+    def decisions(job_id: str, who: Reader, stops_only: bool = False) -> dict[str, Any]:
+        with platform.store.transaction() as s:
+            _visible_job(s, job_id, who)
+            query = select(Decision).where(Decision.job_id == job_id)
+            if stops_only:
+                query = query.where(Decision.stop)
+            found = s.scalars(query.order_by(Decision.event_seq)).all()
+            return page([decision_view(d) for d in found], False)
+
+    @app.get("/v1/jobs/{job_id}/logs", response_class=PlainTextResponse)
+    def logs(job_id: str, who: Reader, tail: Annotated[int, Query(ge=1, le=100_000)] = 200) -> str:
+        with platform.store.transaction() as s:
+            _visible_job(s, job_id, who)
+            attempts = s.scalar(select(func.count()).where(Run.job_id == job_id))
+        if not attempts:
+            return ""
+        path = platform.log_path(job_id, attempts)
+        lines = path.read_text(errors="replace").splitlines() if path.is_file() else []
+        return "".join(line + "\n" for line in lines[-tail:])
+
+    def _job_token(request: Request) -> str:
+        return _bearer(request)
+
+    @app.post("/v1/jobs/{job_id}/evals")
+    def report_eval(job_id: str, body: EvalReport, request: Request) -> dict[str, Any]:
+        try:
+            return platform.report_eval(job_id, _job_token(request), body)
+        except Unauthorized:
+            raise ApiError(401, "invalid job token for this job", "invalid_job_token") from None
+        except Conflict as e:
+            raise ApiError(409, str(e), "job_not_running") from None
+
+    @app.post("/v1/jobs/{job_id}/checkpoints", status_code=201)
+    def report_checkpoint(job_id: str, body: CheckpointReport, request: Request) -> dict[str, Any]:
+        try:
+            platform.report_checkpoint(job_id, _job_token(request), body)
+        except Unauthorized:
+            raise ApiError(401, "invalid job token for this job", "invalid_job_token") from None
+        except Conflict as e:
+            raise ApiError(409, str(e), "job_not_running") from None
+        return {"object": "job.checkpoint.ack", "job": job_id, "step": body.step}
+
+    @app.get("/v1/usage")
+    def usage(who: Reader) -> dict[str, Any]:
+        with platform.store.transaction() as s:
+            return usage_view(s, platform, s.get(Tenant, who.tenant.id))
+
+    @app.get("/v1/cluster")
+    def cluster(who: Reader) -> dict[str, Any]:
+        with platform.lock:
+            return cluster_view(platform, None if who.admin else who.tenant.id)
+
+    return app
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value)

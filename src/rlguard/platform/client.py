@@ -1,0 +1,222 @@
+"""The platform's small HTTP client: what tenants, the CLI and jobs import (nothing of the service).
+
+`Client` speaks for a tenant (an API key). `JobReporter` speaks for a running job (its job token,
+from the environment the platform starts it with) and retries a report until the server answers:
+reports are idempotent by step, so a retry after a lost answer, or after a restart of the server,
+is stored once. `PlatformRule` makes the platform a cluster `StopRule`: any code that takes a stop
+rule (`EvalStopCallback`, the CGPO trainer's eval hooks) posts its evals and obeys the platform.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+
+from rlguard.cluster.events import CONTINUE, Decision, EvalEvent
+from rlguard.cluster.stopping.base import StopRule
+
+RETRY_S = 300.0
+
+
+class PlatformError(RuntimeError):
+    """The platform refused a request: its status and OpenAI-style error body."""
+
+    def __init__(self, status: int, body: dict[str, Any]) -> None:
+        error = body.get("error", {}) if isinstance(body, dict) else {}
+        super().__init__(error.get("message") or f"HTTP {status}")
+        self.status, self.code, self.param = status, error.get("code"), error.get("param")
+
+
+def _checked(response: httpx.Response) -> Any:
+    if response.status_code >= 400:
+        try:
+            body = response.json()
+        except ValueError:
+            body = {"error": {"message": response.text[:200]}}
+        raise PlatformError(response.status_code, body)
+    if response.headers.get("content-type", "").startswith("application/json"):
+        return response.json()
+    return response.text
+
+
+class Client:
+    def __init__(self, url: str, api_key: str, timeout: float = 30.0) -> None:
+        self.http = httpx.Client(
+            base_url=url, headers={"Authorization": f"Bearer {api_key}"}, timeout=timeout
+        )
+
+    @classmethod
+    def from_env(cls) -> Client:
+        return cls(os.environ["RLGUARD_URL"], os.environ["RLGUARD_API_KEY"])
+
+    def submit(self, body: dict[str, Any]) -> dict[str, Any]:
+        return _checked(self.http.post("/v1/jobs", json=body))
+
+    def jobs(self, limit: int = 20, after: str | None = None) -> dict[str, Any]:
+        params = {"limit": limit, **({"after": after} if after else {})}
+        return _checked(self.http.get("/v1/jobs", params=params))
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        return _checked(self.http.get(f"/v1/jobs/{job_id}"))
+
+    def cancel(self, job_id: str) -> dict[str, Any]:
+        return _checked(self.http.post(f"/v1/jobs/{job_id}/cancel"))
+
+    def events(self, job_id: str, after: int = 0, limit: int = 1000) -> dict[str, Any]:
+        params = {"after": after, "limit": limit}
+        return _checked(self.http.get(f"/v1/jobs/{job_id}/events", params=params))
+
+    def all_events(self, job_id: str) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        while True:
+            page = self.events(job_id, after=found[-1]["seq"] if found else 0)
+            found.extend(page["data"])
+            if not page["has_more"]:
+                return found
+
+    def follow(self, job_id: str, after: int = 0) -> Iterator[dict[str, Any]]:
+        """Every event from `after` on, as the server streams them, until the job has ended."""
+        import json
+
+        with self.http.stream(
+            "GET",
+            f"/v1/jobs/{job_id}/events",
+            params={"after": after, "stream": "true"},
+            timeout=None,
+        ) as response:
+            if response.status_code >= 400:
+                response.read()
+                _checked(response)
+            for line in response.iter_lines():
+                if line.startswith("data:"):
+                    yield json.loads(line[5:].strip())
+
+    def checkpoints(self, job_id: str) -> dict[str, Any]:
+        return _checked(self.http.get(f"/v1/jobs/{job_id}/checkpoints"))
+
+    def decisions(self, job_id: str) -> dict[str, Any]:
+        return _checked(self.http.get(f"/v1/jobs/{job_id}/decisions"))
+
+    def usage(self) -> dict[str, Any]:
+        return _checked(self.http.get("/v1/usage"))
+
+    def cluster(self) -> dict[str, Any]:
+        return _checked(self.http.get("/v1/cluster"))
+
+    def wait(self, job_id: str, timeout_s: float = 600.0, poll_s: float = 0.5) -> dict[str, Any]:
+        """The job once it has ended (raises TimeoutError if it has not by then)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            job = self.job(job_id)
+            if job["finished_at"] is not None:
+                return job
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"job {job_id} is still {job['status']} after {timeout_s} s")
+            time.sleep(poll_s)
+
+
+class JobReporter:
+    """A running job's side: report evals and checkpoints with the job's own token."""
+
+    def __init__(self, url: str, job_id: str, token: str, retry_s: float = RETRY_S) -> None:
+        self.job_id, self.retry_s = job_id, retry_s
+        self.http = httpx.Client(
+            base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=30.0
+        )
+
+    @classmethod
+    def from_env(cls) -> JobReporter | None:
+        """The reporter of the job this process runs as, or None outside the platform."""
+        env = os.environ
+        if not {"RLGUARD_URL", "RLGUARD_JOB_ID", "RLGUARD_JOB_TOKEN"} <= env.keys():
+            return None
+        return cls(env["RLGUARD_URL"], env["RLGUARD_JOB_ID"], env["RLGUARD_JOB_TOKEN"])
+
+    def _post(self, path: str, body: dict[str, Any]) -> Any:
+        """POST, retrying while the server is unreachable or restarting (5xx)."""
+        deadline = time.monotonic() + self.retry_s
+        delay = 0.2
+        while True:
+            try:
+                response = self.http.post(path, json=body)
+                if response.status_code < 500:
+                    return _checked(response)
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the platform did not take {path} within {self.retry_s} s")
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+    def eval(
+        self,
+        step: int,
+        score: float,
+        progress: float,
+        loss: float | None = None,
+        proxy: float | None = None,
+        kl: float | None = None,
+        checkpoint: str | None = None,
+    ) -> dict[str, Any]:
+        """Report one eval; the answer's `action` is "stop" when the job should stop now."""
+        body = {
+            "step": step,
+            "score": score,
+            "progress": progress,
+            "loss": None if loss is None or math.isnan(loss) else loss,
+            "proxy": proxy,
+            "kl": kl,
+            "checkpoint": checkpoint,
+        }
+        return self._post(f"/v1/jobs/{self.job_id}/evals", body)
+
+    def checkpoint(self, step: int, path: str, metrics: dict[str, float] | None = None) -> None:
+        body = {"step": step, "path": path, "metrics": metrics or {}}
+        self._post(f"/v1/jobs/{self.job_id}/checkpoints", body)
+
+
+class PlatformRule(StopRule):
+    """The platform as a stop rule: each observed eval is posted, the platform's answer obeyed.
+
+    `best_dir`, when given, is where the job keeps the weights of its best eval so far (the CGPO
+    trainer's `best/`, written before its eval hooks run): an eval that beats every earlier one
+    is reported with that path as its checkpoint.
+    """
+
+    name = "platform"
+
+    def __init__(
+        self, reporter: JobReporter, kind: str = "rlhf", best_dir: str | None = None
+    ) -> None:
+        super().__init__((kind,))
+        self.reporter, self.best_dir = reporter, best_dir
+        self.best = -math.inf
+
+    @classmethod
+    def from_env(cls, best_dir: str | None = None) -> PlatformRule | None:
+        reporter = JobReporter.from_env()
+        if reporter is None:
+            return None
+        return cls(reporter, os.environ.get("RLGUARD_JOB_KIND", "rlhf"), best_dir)
+
+    def observe(self, event: EvalEvent) -> Decision:
+        checkpoint = None
+        if self.best_dir is not None and event.score > self.best:
+            self.best, checkpoint = event.score, self.best_dir
+        answer = self.reporter.eval(
+            event.step, event.score, event.progress, event.loss, event.proxy, None, checkpoint
+        )
+        if answer["action"] == "stop":
+            return Decision(True, answer["reason"] or "stopped by the platform")
+        return CONTINUE
+
+    def new_state(self) -> None:  # the platform holds the state
+        return None
+
+    def decide(self, state: None, event: EvalEvent) -> Decision:
+        return CONTINUE

@@ -1,0 +1,134 @@
+"""The platform's tables (SQLAlchemy 2 declarative): the resource model of docs/platform.md.
+
+Times are Unix seconds as floats (the scheduler needs sub-second precision; the API rounds them
+to integers as OpenAI does). JSON columns hold what the API returns verbatim. The schema itself is
+created and upgraded by alembic (migrations/), never by `create_all`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    type_annotation_map: ClassVar = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class Tenant(Base):
+    __tablename__ = "tenants"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    quota_gpus: Mapped[int] = mapped_column(Integer)
+    weight: Mapped[float] = mapped_column(Float, default=1.0)
+    created_at: Mapped[float] = mapped_column(Float)
+
+
+class ApiKey(Base):
+    __tablename__ = "api_keys"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id"), index=True)
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(20))
+    scopes: Mapped[list[Any]] = mapped_column()
+    created_at: Mapped[float] = mapped_column(Float)
+    expires_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    revoked_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class Job(Base):
+    __tablename__ = "jobs"
+    __table_args__ = (Index("ix_jobs_tenant_created", "tenant_id", "created_at"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id"))
+    kind: Mapped[str] = mapped_column(String(20))  # train | command
+    job_kind: Mapped[str] = mapped_column(String(20))  # what stop rules watch: rlhf, sft, ...
+    spec: Mapped[dict[str, Any]] = mapped_column()  # the submitted body, validated
+    gpus: Mapped[int] = mapped_column(Integer)
+    cpus: Mapped[float] = mapped_column(Float)
+    estimate_s: Mapped[float] = mapped_column(Float)
+    stop_policy: Mapped[dict[str, Any]] = mapped_column()
+    status: Mapped[str] = mapped_column(String(20), index=True)
+    token_digest: Mapped[str | None] = mapped_column(String(64), unique=True, nullable=True)
+    stop_reason: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    error: Mapped[dict[str, Any] | None] = mapped_column(nullable=True)
+    intent: Mapped[str | None] = mapped_column(String(20), nullable=True)  # why it is stopping
+    last_seq: Mapped[int] = mapped_column(Integer, default=0)
+    gpu_seconds: Mapped[float] = mapped_column(Float, default=0.0)  # of its ended runs
+    gpu_hours_freed: Mapped[float] = mapped_column(Float, default=0.0)  # by its early stop
+    created_at: Mapped[float] = mapped_column(Float)
+    started_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    finished_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class Run(Base):
+    """One attempt of a job on Ray: a preempted or lost job gets a new run when it restarts."""
+
+    __tablename__ = "runs"
+    __table_args__ = (UniqueConstraint("job_id", "attempt"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"), index=True)
+    attempt: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(20))  # running | ended
+    started_at: Mapped[float] = mapped_column(Float)
+    ended_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    end_reason: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    pid: Mapped[int | None] = mapped_column(Integer, nullable=True)  # the job's process group
+
+
+class Event(Base):
+    """A job's history, in order: `seq` counts from 1 per job; `dedup` makes reports idempotent
+    (a re-sent eval of the same step is stored once)."""
+
+    __tablename__ = "events"
+    __table_args__ = (
+        UniqueConstraint("job_id", "seq"),
+        UniqueConstraint("job_id", "dedup"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"))
+    seq: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[float] = mapped_column(Float)
+    level: Mapped[str] = mapped_column(String(10))
+    type: Mapped[str] = mapped_column(String(20))
+    data: Mapped[dict[str, Any]] = mapped_column()
+    dedup: Mapped[str | None] = mapped_column(String(80), nullable=True)
+
+
+class Checkpoint(Base):
+    __tablename__ = "checkpoints"
+    __table_args__ = (UniqueConstraint("job_id", "step"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"), index=True)
+    run_id: Mapped[str] = mapped_column(String(40))
+    step: Mapped[int] = mapped_column(Integer)
+    path: Mapped[str] = mapped_column(String(1000))
+    metrics: Mapped[dict[str, Any]] = mapped_column()
+    is_best: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[float] = mapped_column(Float)
+
+
+class Decision(Base):
+    """A stop rule's verdict on one eval event, with the eval events it rested on."""
+
+    __tablename__ = "decisions"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"), index=True)
+    event_seq: Mapped[int] = mapped_column(Integer)
+    rule: Mapped[str] = mapped_column(String(40))
+    params: Mapped[dict[str, Any]] = mapped_column()
+    stop: Mapped[bool] = mapped_column(Boolean)
+    shadow: Mapped[bool] = mapped_column(Boolean)
+    reason: Mapped[str] = mapped_column(String(200))
+    evidence: Mapped[list[Any]] = mapped_column()
+    created_at: Mapped[float] = mapped_column(Float)

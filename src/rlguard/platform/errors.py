@@ -1,0 +1,103 @@
+"""The API's errors: always a 4xx JSON body in OpenAI's shape, naming the field and the value.
+
+`{"error": {"message": ..., "type": ..., "param": ..., "code": ...}}`. Validation errors name
+the first bad field (`gpus`, `config.tasks.0.k`) and the value given; nothing is written to the
+store before a request has passed validation, so a refused request leaves it unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+MAX_BODY_BYTES = 1 << 20
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str, code: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.code, self.param = status, message, code, param
+
+
+def error_body(status: int, message: str, code: str, param: str | None = None) -> JSONResponse:
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    return JSONResponse(
+        {"error": {"message": message, "type": kind, "param": param, "code": code}},
+        status_code=status,
+    )
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+async def on_api_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ApiError)
+    return error_body(exc.status, exc.message, exc.code, exc.param)
+
+
+async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    err = exc.errors()[0]
+    loc = [str(p) for p in err["loc"]]
+    where = loc[0] if loc else "body"
+    param = ".".join(loc[1:]) or where
+    if err["type"] == "json_invalid":
+        return error_body(400, f"the request body is not valid JSON ({err['msg']})", "invalid_json")
+    message = err["msg"].removeprefix("Value error, ")
+    got = "" if err["type"] == "missing" else f" (got {_shown(err.get('input'))})"
+    return error_body(422, f"{param}: {message}{got}", "invalid_value", param)
+
+
+async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    codes = {404: "not_found", 405: "method_not_allowed"}
+    return error_body(exc.status_code, str(exc.detail), codes.get(exc.status_code, "http_error"))
+
+
+class BodyLimit:
+    """Refuse bodies over `limit` bytes with a 413, whether or not Content-Length says so
+    (a chunked upload is counted as it arrives)."""
+
+    def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            await self._refuse(scope, receive, send)
+            return
+        seen = 0
+
+        async def counted() -> Message:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.limit:
+                raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, counted, send)
+        except _TooLarge:
+            await self._refuse(scope, receive, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = error_body(
+            413, f"the request body exceeds {self.limit} bytes", "request_too_large"
+        )
+        await response(scope, receive, send)
+
+
+class _TooLarge(Exception):
+    pass

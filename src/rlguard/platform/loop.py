@@ -1,0 +1,103 @@
+"""The scheduling loop: the live twin of the simulator's engine, behind the same `Scheduler`.
+
+Each pass builds a `ClusterView` of the active jobs from the live table, asks the platform's
+`Scheduler` for its order (the simulator's policy objects, unchanged), lets tenant quotas and fair
+shares pick which of them get GPUs (`fairshare.admit`), preempts what a preemptive policy displaces
+(only at its rounds, as the engine does for policies with `tick_s`), and launches the rest while
+GPUs are free. Passes run when something changed (a submission, a finished run) or a round is due.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import numpy as np
+from sqlalchemy import select
+
+from rlguard.platform import states
+from rlguard.platform.db import Tenant
+from rlguard.platform.fairshare import admit
+from rlguard.platform.service import Platform
+
+log = logging.getLogger(__name__)
+
+
+def schedule(platform: Platform, now: float, round_due: bool) -> None:
+    """One pass; the caller holds `platform.lock`."""
+    active = platform.active
+    queued = [a for a in active.values() if a.status == states.QUEUED]
+    if not queued:
+        return
+    on_gpus = [a for a in active.values() if a.status in states.ON_GPUS]
+    stopping = sum(a.gpus for a in on_gpus if a.status == states.STOPPING)
+    free = platform.capacity - sum(a.gpus for a in on_gpus)
+    scheduler = platform.rules.scheduler
+    preempt = scheduler.preemptive and round_due
+    candidates = [a.job_id for a in queued] + [
+        a.job_id for a in on_gpus if a.status != states.STOPPING
+    ]
+    view = platform.table.view(candidates, now, platform.capacity)
+    ordered = [platform.table.table.job_ids[r] for r in scheduler.order(view).tolist()]
+    for position, job_id in enumerate(j for j in ordered if active[j].status == states.QUEUED):
+        active[job_id].queue_position = position + 1
+    if free <= 0 and not preempt:
+        return
+    with platform.store.transaction() as s:
+        tenants = {t.id: t for t in s.scalars(select(Tenant))}
+    gpus = np.array([active[j].gpus for j in ordered], dtype=np.int64)
+    owners = [active[j].tenant_id for j in ordered]
+    running = np.array([active[j].status != states.QUEUED for j in ordered], dtype=bool)
+    admitted = admit(
+        gpus,
+        owners,
+        np.zeros_like(running) if preempt else running,
+        {t: tenants[t].quota_gpus for t in set(owners)},
+        {t: tenants[t].weight for t in set(owners)},
+        platform.capacity - stopping,
+    )
+    for i in np.flatnonzero(running & ~admitted).tolist():
+        platform.preempt(ordered[i])  # its GPUs free up once it has checkpointed and exited
+    for i in np.flatnonzero(admitted & ~running).tolist():
+        if gpus[i] <= free:
+            platform.launch(ordered[i])
+            free -= int(gpus[i])
+
+
+class SchedulerLoop(threading.Thread):
+    """Runs passes until `stop()`: at once when the platform is marked dirty, and at the
+    policy's rounds (`tick_s`) for round-based policies."""
+
+    def __init__(self, platform: Platform, poll_s: float = 0.2) -> None:
+        super().__init__(name="rlguard-scheduler", daemon=True)
+        self.platform = platform
+        self.poll_s = poll_s
+        self._stopped = threading.Event()
+        tick = platform.rules.scheduler.tick_s
+        self._tick = tick
+        self._next_round = time.time() + tick if tick else None
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self.platform.dirty.set()
+        self.join(timeout=10)
+
+    def run(self) -> None:
+        platform = self.platform
+        while not self._stopped.is_set():
+            platform.dirty.wait(self.poll_s)
+            platform.dirty.clear()
+            now = time.time()
+            round_due = self._next_round is None
+            if self._next_round is not None and now >= self._next_round:
+                round_due, self._next_round = True, now + self._tick
+            try:
+                with platform.lock:
+                    platform.collect()
+                    platform.enforce_grace(now)
+                    schedule(platform, time.time(), round_due)
+            except Exception:  # a failed pass is logged and retried, never the loop's end
+                log.exception("scheduling pass failed")
+                time.sleep(1.0)
+                platform.dirty.set()

@@ -1,0 +1,114 @@
+"""The Ray cluster the platform runs on: an existing one by address, or a local head it starts.
+
+A local head is started as its own process session (`ray start --head --block`), recorded in the
+data directory, and reused by the next server: so a server that is killed and restarted finds its
+jobs' Ray actors still running and reattaches to them. Stopping the head (SIGTERM to `ray start
+--block`) stops every Ray process it started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from rlguard.errors import InputError
+from rlguard.io import write_json
+
+NAMESPACE = "rlguard"
+START_TIMEOUT_S = 60.0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:  # our own child, and it has exited (reaped)
+            return False
+    except ChildProcessError:
+        pass  # started by an earlier server: not ours to reap
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _ray_command() -> str:
+    beside = Path(sys.executable).parent / "ray"
+    found = str(beside) if beside.is_file() else shutil.which("ray")
+    if not found:
+        raise InputError("the `ray` command is not installed beside this Python")
+    return found
+
+
+def local_head(data_dir: Path, gpus: int, cpus: int) -> str:
+    """The address of this data directory's local Ray head, started if none is running."""
+    record = data_dir / "ray-head.json"
+    if record.is_file():
+        known = json.loads(record.read_text())
+        if _alive(known["pid"]):
+            return known["address"]
+    port = _free_port()
+    log = (data_dir / "ray-head.log").open("ab")
+    process = subprocess.Popen(
+        [
+            _ray_command(),
+            "start",
+            "--head",
+            "--block",
+            f"--port={port}",
+            "--node-ip-address=127.0.0.1",
+            f"--num-gpus={gpus}",
+            f"--num-cpus={cpus}",
+            "--include-dashboard=false",
+            "--disable-usage-stats",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # outlives a killed server, so jobs can be reattached
+    )
+    address = f"127.0.0.1:{port}"
+    write_json(record, {"pid": process.pid, "address": address})
+    _wait_until_up(address, process)
+    return address
+
+
+def _wait_until_up(address: str, process: subprocess.Popen) -> None:
+    host, port = address.split(":")
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"ray start exited with code {process.returncode}")
+        try:
+            with socket.create_connection((host, int(port)), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"the local Ray head at {address} did not come up in {START_TIMEOUT_S} s")
+
+
+def stop_local_head(data_dir: Path) -> None:
+    """Stop the local head of this data directory, if one runs (and its jobs' processes)."""
+    record = data_dir / "ray-head.json"
+    if not record.is_file():
+        return
+    pid = json.loads(record.read_text())["pid"]
+    if _alive(pid):
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    record.unlink(missing_ok=True)

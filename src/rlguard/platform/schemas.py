@@ -1,0 +1,74 @@
+"""What the API accepts: request bodies, strict (unknown fields are errors, as a typo should be).
+
+Responses are plain dicts built in `views.py`, in the shapes docs/platform.md lists.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+
+MAX_GPUS_PER_JOB = 1024
+MAX_COMMAND_CHARS = 10_000
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StopPolicy(Strict):
+    """A job's override of the platform's stop rule; unset fields keep the platform's."""
+
+    rule: str | None = Field(None, description="a stop rule's name, or none")
+    k: int | None = Field(None, ge=1)
+    min_delta: Finite | None = Field(None, ge=0)
+    warmup: int | None = Field(None, ge=0)
+    shadow: bool = Field(False, description="advise and record, never stop")
+
+
+class JobCreate(Strict):
+    """A job: an `rlguard train` stage config, or a command (Ray Jobs' entrypoint)."""
+
+    config: dict[str, Any] | None = Field(None, description="an rlguard train stage config")
+    command: str | None = Field(None, min_length=1, max_length=MAX_COMMAND_CHARS)
+    kind: str | None = Field(
+        None,
+        pattern=r"^[a-z][a-z0-9_-]{0,19}$",
+        description="command jobs: what stop rules see (default rlhf); train jobs: from stage",
+    )
+    gpus: int = Field(1, ge=1, le=MAX_GPUS_PER_JOB)
+    cpus: Finite = Field(1.0, ge=0, le=256)
+    estimate_s: Finite | None = Field(None, gt=0, description="the user's runtime estimate")
+    env: dict[str, str] = Field(default_factory=dict, description="command jobs: extra variables")
+    stop_policy: StopPolicy = Field(default_factory=StopPolicy)
+
+    @model_validator(mode="after")
+    def _one_body(self) -> JobCreate:
+        if (self.config is None) == (self.command is None):
+            raise ValueError("give exactly one of config or command")
+        if self.config is not None and (self.kind is not None or self.env):
+            raise ValueError("kind and env are for command jobs (a train job's kind is its stage)")
+        return self
+
+
+class EvalReport(Strict):
+    """One eval of a running job, reported with its job token; `step` makes it idempotent."""
+
+    step: int = Field(ge=0)
+    score: Finite
+    progress: Finite = Field(ge=0, le=1)
+    loss: Finite | None = None
+    proxy: Finite | None = None
+    kl: Finite | None = None
+    checkpoint: str | None = Field(
+        None, max_length=1000, description="where the weights of this eval are saved, if kept"
+    )
+
+
+class CheckpointReport(Strict):
+    step: int = Field(ge=0)
+    path: str = Field(min_length=1, max_length=1000)
+    metrics: dict[str, Finite] = Field(default_factory=dict)

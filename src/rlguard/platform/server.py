@@ -1,0 +1,111 @@
+"""`rlguard serve`: the store, Ray, the scheduling loop and the HTTP API in one process.
+
+Start: open (and migrate) the store, connect to Ray (the given address, or this data directory's
+local head, started if needed), rebuild memory from the store and reconcile with Ray, start the
+scheduling loop, serve HTTP. A graceful stop (SIGINT/SIGTERM) preempts the running jobs
+cooperatively (they checkpoint and are requeued for the next start) and stops a local head; a
+killed server leaves the head and its jobs running, and the next start reattaches them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+from rlguard.cluster.registry import BASES, RuleParams
+from rlguard.errors import InputError
+from rlguard.platform import states
+from rlguard.platform.api import create_app
+from rlguard.platform.executor import RayExecutor
+from rlguard.platform.loop import SchedulerLoop
+from rlguard.platform.ray_head import local_head, stop_local_head
+from rlguard.platform.recovery import recover
+from rlguard.platform.rules import StopRules
+from rlguard.platform.service import Platform
+from rlguard.platform.store import Store, default_url
+
+log = logging.getLogger("rlguard.platform")
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    data_dir: Path = Path("runs/platform")
+    db: str | None = None
+    address: str | None = None
+    policy: str = "fifo"
+    policy_args: dict[str, Any] = field(default_factory=dict)
+    stop_rule: str = "evalstop"
+    rule_params: RuleParams = field(default_factory=RuleParams)
+    gpus: int = 2
+    host: str = "127.0.0.1"
+    port: int = 8321
+    grace_s: float = 30.0
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+def build_policy(name: str, args: dict[str, Any]):  # type: ignore[no-untyped-def]
+    if name not in BASES:
+        raise InputError(f"option --policy: unknown policy {name!r} ({', '.join(BASES)})")
+    try:
+        return BASES[name](**args)
+    except (TypeError, ValueError) as e:
+        raise InputError(f"option --policy-args: {name}: {e}") from None
+
+
+def start_platform(cfg: ServeConfig) -> tuple[Platform, SchedulerLoop]:
+    """Everything but the HTTP server: what tests and the demo also start in-process."""
+    policy = build_policy(cfg.policy, cfg.policy_args)
+    rules = StopRules(policy, cfg.stop_rule, cfg.rule_params)
+    cfg.data_dir.mkdir(parents=True, exist_ok=True)
+    store = Store(cfg.db or default_url(cfg.data_dir))
+    address = cfg.address or local_head(cfg.data_dir, cfg.gpus, max(os.cpu_count() or 1, cfg.gpus))
+    platform = Platform(store, RayExecutor(address), rules, cfg.data_dir, cfg.url, cfg.grace_s)
+    counts = recover(platform)
+    log.info("recovered %s", json.dumps(counts))
+    loop = SchedulerLoop(platform)
+    loop.start()
+    return platform, loop
+
+
+def stop_platform(platform: Platform, loop: SchedulerLoop, cfg: ServeConfig) -> None:
+    """Preempt running jobs cooperatively, wait for them to checkpoint, then let go of Ray."""
+    loop.stop()
+    with platform.lock:
+        running = [a for a in platform.active.values() if a.status in states.ON_GPUS]
+        for active in running:
+            if active.intent is None:
+                platform.preempt(active.job_id)
+            elif active.handle is not None:
+                platform.executor.stop(active.handle, platform.grace_s)
+    deadline = time.time() + platform.grace_s + 5
+    while time.time() < deadline and any(a.handle for a in platform.active.values()):
+        with platform.lock:
+            platform.collect()
+        time.sleep(0.2)
+    platform.executor.shutdown()
+    platform.store.close()
+    if cfg.address is None:
+        stop_local_head(cfg.data_dir)
+
+
+def serve(cfg: ServeConfig) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    platform, loop = start_platform(cfg)
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(platform), host=cfg.host, port=cfg.port, log_level="warning")
+    )
+    log.info("serving on %s (policy %s)", cfg.url, platform.rules.scheduler.name)
+    try:
+        server.run()
+    finally:
+        stop_platform(platform, loop, cfg)

@@ -1,0 +1,507 @@
+"""The platform's core: admission, eval ingestion with stop decisions, and the job lifecycle.
+
+One `Platform` object owns the in-memory side (the live table the policies see, the stop rules'
+per-job state, the Ray handles of running jobs) and keeps it in step with the store, which is the
+record: every change is committed before the caller is answered, and `recover()` rebuilds the
+in-memory side from the store after a restart. The scheduling loop (`loop.py`) calls `tick()`.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from rlguard.cluster.events import Decision as RuleDecision
+from rlguard.cluster.events import EvalEvent
+from rlguard.errors import InputError
+from rlguard.platform import jobspec, states
+from rlguard.platform.db import Checkpoint, Decision, Event, Job, Run, Tenant
+from rlguard.platform.executor import RayExecutor, RunHandle
+from rlguard.platform.keys import JOB_TOKEN_PREFIX, digest, new_id, new_secret, same_digest
+from rlguard.platform.live_table import LiveTable
+from rlguard.platform.rules import JobRule, StopRules, evidence_window
+from rlguard.platform.schemas import CheckpointReport, EvalReport, JobCreate
+from rlguard.platform.store import Store
+
+
+def freed_gpu_hours(gpus: int, executed_s: float, progress: float) -> float:
+    """GPU-hours a stop freed: what the job would still have used had it run to its end, from
+    its own pace, gpus x executed_s x (1 - p) / p with p its progress at the stop (the same
+    estimate the simulator's wasted compute rests on, from what the platform observed)."""
+    if not 0 < progress < 1:
+        return 0.0
+    return gpus * executed_s * (1 - progress) / progress / 3600
+
+
+class NotFound(LookupError):
+    """The job does not exist for this caller (another tenant's job is reported the same way)."""
+
+
+class Conflict(RuntimeError):
+    """The request does not fit the job's state (e.g. a report from a finished job)."""
+
+
+class Unauthorized(PermissionError):
+    """A job token that is not the current run's."""
+
+
+@dataclass
+class Active:
+    """What the platform holds in memory for a job that is not finished."""
+
+    job_id: str
+    tenant_id: str
+    kind: str
+    job_kind: str
+    gpus: int
+    cpus: float
+    rule: JobRule
+    status: str
+    attempt: int = 0
+    intent: str | None = None
+    run_id: str | None = None
+    handle: RunHandle | None = None
+    kill_at: float | None = None  # when a job told to stop is SIGTERMed if still running
+    eval_seqs: list[int] = field(default_factory=list)
+    best_eval: float = -math.inf
+    queue_position: int | None = None
+
+
+class Platform:
+    def __init__(
+        self,
+        store: Store,
+        executor: RayExecutor,
+        rules: StopRules,
+        data_dir: Path,
+        url: str,
+        grace_s: float = 30.0,
+    ) -> None:
+        self.store, self.executor, self.rules = store, executor, rules
+        self.data_dir, self.url, self.grace_s = data_dir, url, grace_s
+        self.lock = threading.RLock()
+        self.table = LiveTable()
+        self.active: dict[str, Active] = {}
+        self._job_locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
+        self.dirty = threading.Event()  # a scheduling pass is due
+        self.capacity = executor.capacity()
+
+    # ----- helpers ---------------------------------------------------------------------------
+
+    def job_dir(self, job_id: str) -> Path:
+        return self.data_dir / "jobs" / job_id
+
+    def log_path(self, job_id: str, attempt: int) -> Path:
+        return self.job_dir(job_id) / "logs" / f"attempt-{attempt}.log"
+
+    @staticmethod
+    def append(
+        session: Session,
+        job_id: str,
+        type_: str,
+        data: dict[str, Any],
+        level: str = "info",
+        dedup: str | None = None,
+    ) -> Event:
+        """A job's next event, its seq taken atomically from the job row (one UPDATE)."""
+        seq = session.execute(
+            update(Job)
+            .where(Job.id == job_id)
+            .values(last_seq=Job.last_seq + 1)
+            .returning(Job.last_seq)
+        ).scalar_one()
+        event = Event(
+            job_id=job_id,
+            seq=seq,
+            created_at=time.time(),
+            level=level,
+            type=type_,
+            data=data,
+            dedup=dedup,
+        )
+        session.add(event)
+        return event
+
+    def set_status(
+        self, session: Session, job: Job, status: str, reason: str | None = None
+    ) -> None:
+        previous, job.status = job.status, status
+        data = {"status": status, "previous": previous}
+        if reason:
+            data["reason"] = reason
+        self.append(session, job.id, "state", data)
+        if job.id in self.active:
+            self.active[job.id].status = status
+
+    # ----- tenants' requests -----------------------------------------------------------------
+
+    def submit(self, tenant: Tenant, body: JobCreate) -> str:
+        """Validate and queue a job; the store holds it (committed) when this returns."""
+        job_id = new_id("job")
+        admitted = jobspec.admit_spec(body, self.job_dir(job_id))
+        rule = self.rules.resolve(body.stop_policy.model_dump(exclude_none=True))
+        if body.gpus > tenant.quota_gpus:
+            raise InputError(
+                f"gpus: {body.gpus} exceeds tenant {tenant.name!r}'s quota of {tenant.quota_gpus}"
+            )
+        if body.gpus > self.capacity:
+            raise InputError(f"gpus: {body.gpus} exceeds the cluster's {self.capacity} GPUs")
+        now = time.time()
+        estimate = body.estimate_s or 3600.0
+        with self.lock, self.store.transaction() as s:
+            job = Job(
+                id=job_id,
+                tenant_id=tenant.id,
+                kind=admitted.kind,
+                job_kind=admitted.job_kind,
+                spec=admitted.spec,
+                gpus=body.gpus,
+                cpus=body.cpus,
+                gpu_seconds=0.0,
+                gpu_hours_freed=0.0,
+                estimate_s=estimate,
+                stop_policy=rule.as_dict(),
+                status=states.VALIDATING,
+                last_seq=0,
+                created_at=now,
+            )
+            s.add(job)
+            s.flush()
+            self.append(s, job_id, "state", {"status": states.VALIDATING, "previous": None})
+            self.set_status(s, job, states.QUEUED)
+        with self.lock:
+            self._track(job, rule, attempt=0)
+        self.dirty.set()
+        return job_id
+
+    def _track(self, job: Job, rule: JobRule, attempt: int) -> Active:
+        active = Active(
+            job_id=job.id,
+            tenant_id=job.tenant_id,
+            kind=job.kind,
+            job_kind=job.job_kind,
+            gpus=job.gpus,
+            cpus=job.cpus,
+            rule=rule,
+            status=job.status,
+            attempt=attempt,
+            intent=job.intent,
+        )
+        self.active[job.id] = active
+        self.table.add(job.id, job.job_kind, job.gpus, job.created_at, job.estimate_s)
+        return active
+
+    def cancel(self, job_id: str) -> None:
+        with self.lock, self.store.transaction() as s:
+            job = s.get(Job, job_id)
+            if job is None:
+                raise NotFound(job_id)
+            if job.status in states.TERMINAL:
+                raise Conflict(f"job {job_id} has already ended ({job.status})")
+            active = self.active[job_id]
+            if job.status == states.QUEUED:
+                self._finish(s, job, states.CANCELLED, "cancelled by the user")
+                return
+            if job.intent in (None, states.PREEMPT):
+                job.intent = active.intent = states.CANCEL
+                if job.status != states.STOPPING:
+                    self.set_status(s, job, states.STOPPING, "cancelled by the user")
+        if active.handle is not None:
+            self.executor.stop(active.handle, self.grace_s)
+
+    # ----- jobs' reports ---------------------------------------------------------------------
+
+    def _reporting_job(self, session: Session, job_id: str, token: str) -> Job:
+        job = session.get(Job, job_id, with_for_update=True)
+        if job is None or job.token_digest is None or not same_digest(token, job.token_digest):
+            raise Unauthorized(job_id)
+        if job.status not in states.ON_GPUS:
+            raise Conflict(f"job {job_id} is {job.status}: it takes no reports")
+        return job
+
+    def report_eval(self, job_id: str, token: str, report: EvalReport) -> dict[str, Any]:
+        """Store one eval (once per step), let the job's stop rule decide, and answer the job."""
+        with self._job_locks[job_id], self.store.transaction() as s:
+            job = self._reporting_job(s, job_id, token)
+            active = self.active[job_id]
+            dedup = f"eval:{report.step}"
+            stored = s.scalar(select(Event).where(Event.job_id == job_id, Event.dedup == dedup))
+            if stored is not None:  # a re-sent report (a retry, or a resumed run replaying)
+                decision = s.scalar(
+                    select(Decision).where(
+                        Decision.job_id == job_id, Decision.event_seq == stored.seq
+                    )
+                )
+                return self._answer(job, stored, decision, duplicate=True)
+            data = report.model_dump(mode="json")
+            event = self.append(s, job_id, "eval", data, dedup=dedup)
+            if report.checkpoint is not None:
+                self._add_checkpoint(
+                    s, job, report.step, report.checkpoint, self._eval_metrics(report)
+                )
+            active.eval_seqs.append(event.seq)
+            decision = None
+            if job.status != states.STOPPING:
+                verdict = self.rules.observe(active.rule, self._eval_event(job, report))
+                decision = self._decide(s, job, active, event, verdict)
+        now = time.time()
+        with self.lock:
+            executed = self.table.executed_s(job_id, now)
+            self.table.observe(job_id, report.progress, report.loss, executed)
+        return self._answer(job, event, decision, duplicate=False)
+
+    @staticmethod
+    def _eval_event(job: Job, report: EvalReport) -> EvalEvent:
+        return EvalEvent(
+            job_id=job.id,
+            kind=job.job_kind,
+            step=report.step,
+            progress=report.progress,
+            score=report.score,
+            loss=math.nan if report.loss is None else report.loss,
+            proxy=report.proxy,
+        )
+
+    @staticmethod
+    def _eval_metrics(report: EvalReport) -> dict[str, float]:
+        metrics = {"eval": report.score, "proxy": report.proxy, "loss": report.loss}
+        return {k: v for k, v in metrics.items() if v is not None}
+
+    def _decide(
+        self, s: Session, job: Job, active: Active, event: Event, verdict: RuleDecision
+    ) -> Decision:
+        window = evidence_window(active.rule)
+        evidence = active.eval_seqs[-window:] if window else list(active.eval_seqs)
+        decision = Decision(
+            id=new_id("dec"),
+            job_id=job.id,
+            event_seq=event.seq,
+            rule=active.rule.rule,
+            params=active.rule.params.model_dump(),
+            stop=verdict.stop,
+            shadow=active.rule.shadow,
+            reason=verdict.reason,
+            evidence=evidence,
+            created_at=time.time(),
+        )
+        s.add(decision)
+        if verdict.stop:
+            self.append(
+                s,
+                job.id,
+                "decision",
+                {
+                    "decision": decision.id,
+                    "rule": decision.rule,
+                    "stop": True,
+                    "reason": verdict.reason,
+                    "shadow": decision.shadow,
+                    "evidence": evidence,
+                },
+                level="warning",
+            )
+        if verdict.stop and not active.rule.shadow:
+            job.intent = active.intent = states.EARLY_STOP
+            job.stop_reason = f"{active.rule.rule}: {verdict.reason}"
+            self.set_status(s, job, states.STOPPING, job.stop_reason)
+            active.kill_at = time.time() + self.grace_s
+        return decision
+
+    @staticmethod
+    def _answer(
+        job: Job, event: Event, decision: Decision | None, duplicate: bool
+    ) -> dict[str, Any]:
+        stop = job.status == states.STOPPING
+        return {
+            "event_seq": event.seq,
+            "duplicate": duplicate,
+            "action": "stop" if stop else "continue",
+            "reason": job.stop_reason if stop else None,
+            "decision": None
+            if decision is None
+            else {
+                "id": decision.id,
+                "rule": decision.rule,
+                "stop": decision.stop,
+                "shadow": decision.shadow,
+                "reason": decision.reason,
+            },
+        }
+
+    def report_checkpoint(self, job_id: str, token: str, report: CheckpointReport) -> None:
+        with self._job_locks[job_id], self.store.transaction() as s:
+            job = self._reporting_job(s, job_id, token)
+            metrics = dict(report.metrics)
+            if "eval" not in metrics:  # the eval of the same step, if the job reported one
+                stored = s.scalar(
+                    select(Event).where(
+                        Event.job_id == job_id, Event.dedup == f"eval:{report.step}"
+                    )
+                )
+                if stored is not None:
+                    metrics["eval"] = stored.data["score"]
+            self._add_checkpoint(s, job, report.step, report.path, metrics)
+
+    def _add_checkpoint(
+        self, s: Session, job: Job, step: int, path: str, metrics: dict[str, float]
+    ) -> None:
+        """Record a checkpoint once per step; the best by eval score is the one delivered."""
+        if s.scalar(select(Checkpoint).where(Checkpoint.job_id == job.id, Checkpoint.step == step)):
+            return
+        active = self.active[job.id]
+        checkpoint = Checkpoint(
+            id=new_id("ckpt"),
+            job_id=job.id,
+            run_id=active.run_id or "",
+            step=step,
+            path=path,
+            metrics=metrics,
+            is_best=False,
+            created_at=time.time(),
+        )
+        s.add(checkpoint)
+        self.append(
+            s, job.id, "checkpoint", {"checkpoint": checkpoint.id, "step": step, "path": path}
+        )
+        score = metrics.get("eval")
+        if score is not None and score > active.best_eval:
+            active.best_eval = score
+            s.execute(update(Checkpoint).where(Checkpoint.job_id == job.id).values(is_best=False))
+            checkpoint.is_best = True
+
+    # ----- the lifecycle (called by the scheduling loop) -------------------------------------
+
+    def launch(self, job_id: str) -> None:
+        """Start a queued job's next attempt: the run is committed before Ray is asked, so a
+        crash in between leaves a run to requeue, never an actor the store does not know."""
+        active = self.active[job_id]
+        token = new_secret(JOB_TOKEN_PREFIX)
+        with self.store.transaction() as s:
+            job = s.get(Job, job_id)
+            attempt = active.attempt + 1
+            run = Run(
+                id=new_id("run"),
+                job_id=job_id,
+                attempt=attempt,
+                status="running",
+                started_at=time.time(),
+            )
+            s.add(run)
+            job.token_digest = digest(token)
+            job.started_at = job.started_at or run.started_at
+            self.set_status(s, job, states.STARTING, f"attempt {attempt}")
+        active.attempt, active.run_id = attempt, run.id
+        active.queue_position = None
+        env = {
+            "RLGUARD_URL": self.url,
+            "RLGUARD_JOB_ID": job_id,
+            "RLGUARD_JOB_TOKEN": token,
+            "RLGUARD_RUN_ID": run.id,
+            "RLGUARD_ATTEMPT": str(attempt),
+            "RLGUARD_JOB_KIND": active.job_kind,
+            "RLGUARD_OUTPUT_DIR": str(self.job_dir(job_id) / jobspec.OUTPUT),
+            "PYTHONUNBUFFERED": "1",
+            **job.spec.get("env", {}),
+        }
+        directory = self.job_dir(job_id)
+        (directory / jobspec.OUTPUT).mkdir(parents=True, exist_ok=True)
+        active.handle = self.executor.launch(
+            run.id,
+            jobspec.argv(job.kind, job.spec, directory),
+            env,
+            directory,
+            self.log_path(job_id, attempt),
+            active.gpus,
+            active.cpus,
+        )
+        self.table.start(job_id, run.started_at)
+        with self.store.transaction() as s:
+            self.set_status(s, s.get(Job, job_id), states.RUNNING)
+
+    def preempt(self, job_id: str) -> None:
+        active = self.active[job_id]
+        with self.store.transaction() as s:
+            job = s.get(Job, job_id)
+            job.intent = active.intent = states.PREEMPT
+            self.set_status(s, job, states.STOPPING, "preempted by the scheduler")
+        if active.handle is not None:
+            self.executor.stop(active.handle, self.grace_s)
+
+    def run_ended(self, job_id: str, exit_code: int | None) -> None:
+        """A run's process exited (or its actor was lost: exit_code None)."""
+        active = self.active[job_id]
+        now = time.time()
+        if active.handle is not None:
+            self.executor.release(active.handle)
+        with self.store.transaction() as s:
+            job = s.get(Job, job_id)
+            run = s.get(Run, active.run_id)
+            requeue = active.intent == states.PREEMPT and exit_code != 0
+            requeue = requeue or (exit_code is None and active.intent is None)
+            run.status, run.ended_at, run.exit_code = "ended", now, exit_code
+            job.gpu_seconds += job.gpus * (now - run.started_at)
+            run.end_reason = "lost" if exit_code is None else (active.intent or "exited")
+            job.token_digest = None
+            if requeue:
+                reason = "preempted" if active.intent == states.PREEMPT else "run lost"
+                self.append(s, job_id, "state", {"status": states.PREEMPTED, "reason": reason})
+                job.intent = active.intent = None
+                self.set_status(s, job, states.QUEUED, reason)
+            elif active.intent == states.EARLY_STOP:
+                progress = self.table.table.last_progress[self.table.rows[job_id]]
+                job.gpu_hours_freed = freed_gpu_hours(
+                    job.gpus, job.gpu_seconds / job.gpus, progress
+                )
+                self._finish(s, job, states.EARLY_STOPPED, job.stop_reason)
+            elif active.intent == states.CANCEL:
+                self._finish(s, job, states.CANCELLED, "cancelled by the user")
+            elif exit_code == 0:
+                self._finish(s, job, states.SUCCEEDED)
+            else:
+                job.error = {
+                    "code": "exit_code",
+                    "message": self._failure_message(job_id, active.attempt, exit_code),
+                    "param": None,
+                }
+                self._finish(s, job, states.FAILED, job.error["message"])
+        active.handle, active.kill_at = None, None
+        if requeue:
+            self.table.leave(job_id, now, requeue=True)
+        self.dirty.set()
+
+    def _failure_message(self, job_id: str, attempt: int, exit_code: int | None) -> str:
+        log = self.log_path(job_id, attempt)
+        lines = log.read_text(errors="replace").strip().splitlines() if log.is_file() else []
+        last = f": {lines[-1][:300]}" if lines else ""
+        return f"the job exited with code {exit_code}{last}"
+
+    def _finish(self, s: Session, job: Job, status: str, reason: str | None = None) -> None:
+        job.finished_at = time.time()
+        job.token_digest = None
+        self.set_status(s, job, status, reason)
+        self.active.pop(job.id, None)
+        self.table.leave(job.id, job.finished_at, requeue=False)
+        self.rules.job_ended(job.id)
+        self.dirty.set()
+
+    def enforce_grace(self, now: float) -> None:
+        """SIGTERM (then SIGKILL) the early-stopped jobs that did not exit by themselves."""
+        for active in list(self.active.values()):
+            if active.kill_at is not None and now >= active.kill_at and active.handle:
+                active.kill_at = None
+                self.executor.stop(active.handle, self.grace_s)
+
+    def collect(self) -> None:
+        """Finish the runs whose process exited."""
+        handles = [a.handle for a in self.active.values() if a.handle is not None]
+        by_run = {a.run_id: a.job_id for a in self.active.values()}
+        for handle, code in self.executor.finished(handles):
+            self.run_ended(by_run[handle.run_id], code)

@@ -1,0 +1,89 @@
+"""The API's response objects, in OpenAI's fine-tuning shapes (`object`, integer timestamps,
+`{"object": "list", "data": [...], "has_more": ...}` pages)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rlguard.platform.db import Checkpoint, Decision, Event, Job
+
+
+def stamp(t: float | None) -> int | None:
+    return None if t is None else int(t)
+
+
+def job_view(
+    job: Job, best: Checkpoint | None, queue_position: int | None, attempts: int
+) -> dict[str, Any]:
+    body = (
+        {"config": job.spec["config"]} if job.kind == "train" else {"command": job.spec["command"]}
+    )
+    return {
+        "object": "job",
+        "id": job.id,
+        "tenant": job.tenant_id,
+        "kind": job.kind,
+        "job_kind": job.job_kind,
+        **body,
+        "gpus": job.gpus,
+        "cpus": job.cpus,
+        "estimate_s": job.estimate_s,
+        "status": job.status,
+        "stop_policy": job.stop_policy,
+        "stop_reason": job.stop_reason,
+        "best_checkpoint": None if best is None else checkpoint_view(best),
+        "error": job.error,
+        "queue_position": queue_position,
+        "gpu_hours": round(job.gpu_seconds / 3600, 6),
+        "gpu_hours_freed": round(job.gpu_hours_freed, 6),
+        "attempts": attempts,
+        "created_at": stamp(job.created_at),
+        "started_at": stamp(job.started_at),
+        "finished_at": stamp(job.finished_at),
+    }
+
+
+def event_view(event: Event) -> dict[str, Any]:
+    return {
+        "object": "job.event",
+        "job": event.job_id,
+        "seq": event.seq,
+        "created_at": event.created_at,
+        "level": event.level,
+        "type": event.type,
+        "data": event.data,
+    }
+
+
+def checkpoint_view(checkpoint: Checkpoint) -> dict[str, Any]:
+    return {
+        "object": "job.checkpoint",
+        "id": checkpoint.id,
+        "job": checkpoint.job_id,
+        "run": checkpoint.run_id,
+        "step": checkpoint.step,
+        "path": checkpoint.path,
+        "metrics": checkpoint.metrics,
+        "is_best": checkpoint.is_best,
+        "created_at": stamp(checkpoint.created_at),
+    }
+
+
+def decision_view(decision: Decision) -> dict[str, Any]:
+    return {
+        "object": "job.decision",
+        "id": decision.id,
+        "job": decision.job_id,
+        "event_seq": decision.event_seq,
+        "rule": decision.rule,
+        "params": decision.params,
+        "stop": decision.stop,
+        "shadow": decision.shadow,
+        "reason": decision.reason,
+        "evidence": decision.evidence,
+        "created_at": stamp(decision.created_at),
+    }
+
+
+def page(data: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
+    return {"object": "list", "data": data, "has_more": has_more}

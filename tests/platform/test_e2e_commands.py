@@ -1,0 +1,135 @@
+"""End to end over HTTP against a real `rlguard serve` on loopback, with command jobs that report
+eval curves through the job client: EvalStop stops the hacking one online, delivers its best
+checkpoint, and the job queued behind it gets its GPU at once; the healthy one succeeds."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from conftest import curve_command
+from rlguard.cluster.events import EvalEvent
+from rlguard.cluster.registry import RULES, RuleParams
+
+pytestmark = pytest.mark.ray
+
+HACKING = [0.30, 0.40, 0.50, 0.60, 0.55, 0.50, 0.45, 0.40, 0.35, 0.30]
+HEALTHY = [0.30 + 0.01 * i for i in range(40)]
+SHORT = [0.2, 0.3, 0.4]
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """One server (2 virtual GPUs, FIFO, EvalStop k=3); three jobs run to their ends."""
+    from conftest import LiveServer, free_port
+
+    data = tmp_path_factory.mktemp("e2e")
+    server = LiveServer(data, free_port(), None, ["--gpus", "2", "--k", "3"]).start()
+    try:
+        _, key = server.tenant("acme", quota_gpus=2)
+        client = server.client(key)
+        hacking = client.submit({"command": curve_command(HACKING, 0.3), "gpus": 1})
+        healthy = client.submit({"command": curve_command(HEALTHY, 0.3), "gpus": 1})
+        behind = client.submit({"command": curve_command(SHORT, 0.2), "gpus": 1})
+        assert behind["status"] == "queued" and behind["queue_position"] == 1
+        jobs = {
+            name: client.wait(job["id"], timeout_s=180)
+            for name, job in (("hacking", hacking), ("healthy", healthy), ("behind", behind))
+        }
+        events = {name: client.all_events(job["id"]) for name, job in jobs.items()}
+        decisions = {name: client.decisions(job["id"])["data"] for name, job in jobs.items()}
+        checkpoints = {name: client.checkpoints(job["id"])["data"] for name, job in jobs.items()}
+        yield jobs, events, decisions, checkpoints, client
+    finally:
+        server.stop()
+
+
+def test_hacking_job_is_stopped_online_with_its_best_checkpoint(finished):
+    jobs, events, decisions, checkpoints, _ = finished
+    job = jobs["hacking"]
+    assert job["status"] == "early_stopped"
+    assert job["stop_reason"] == "evalstop: 3 consecutive eval declines"
+    evals = [e["data"] for e in events["hacking"] if e["type"] == "eval"]
+    assert len(evals) < len(HACKING)  # stopped before its end
+    peak = max(range(len(evals)), key=lambda i: evals[i]["score"])
+    assert job["best_checkpoint"]["step"] == evals[peak]["step"] == 4
+    assert job["best_checkpoint"]["metrics"]["eval"] == max(HACKING)
+    assert [c["step"] for c in checkpoints["hacking"] if c["is_best"]] == [4]
+    assert job["gpu_hours_freed"] > 0
+    stop = [d for d in decisions["hacking"] if d["stop"]]
+    assert len(stop) == 1 and not stop[0]["shadow"]
+    by_seq = {e["seq"]: e for e in events["hacking"]}
+    assert [by_seq[s]["type"] for s in stop[0]["evidence"]] == ["eval"] * 4  # k + 1 evals
+    assert [by_seq[s]["data"]["score"] for s in stop[0]["evidence"]] == [0.6, 0.55, 0.5, 0.45]
+
+
+def test_healthy_job_is_not_stopped_and_succeeds(finished):
+    jobs, events, decisions, _, _ = finished
+    assert jobs["healthy"]["status"] == "succeeded"
+    assert not any(d["stop"] for d in decisions["healthy"])
+    assert len([e for e in events["healthy"] if e["type"] == "eval"]) == len(HEALTHY)
+
+
+def test_queued_job_starts_when_the_stopped_job_frees_its_gpu(finished):
+    jobs, events, _, _, _ = finished
+
+    def when(name: str, status: str) -> float:
+        return next(
+            e["created_at"]
+            for e in events[name]
+            if e["type"] == "state" and e["data"]["status"] == status
+        )
+
+    assert when("behind", "starting") >= when("hacking", "early_stopped")
+    assert when("behind", "starting") < when("healthy", "succeeded")  # it took the freed GPU
+    assert jobs["behind"]["status"] == "succeeded"
+
+
+def test_replaying_recorded_evals_reproduces_every_live_decision(finished):
+    """The platform's decisions are the cluster stop rule's: a fresh EvalStop from the same
+    registry, fed the recorded eval events in order, decides exactly as it did live."""
+    jobs, events, decisions, _, _ = finished
+    for name, job in jobs.items():
+        rule = RULES["evalstop"](
+            RuleParams(**{k: job["stop_policy"][k] for k in ("k", "min_delta", "warmup")})
+        )
+        live = {d["event_seq"]: (d["stop"], d["reason"]) for d in decisions[name]}
+        for event in (e for e in events[name] if e["type"] == "eval"):
+            data = event["data"]
+            replayed = rule.observe(
+                EvalEvent(
+                    job_id=job["id"],
+                    kind=job["job_kind"],
+                    step=data["step"],
+                    progress=data["progress"],
+                    score=data["score"],
+                    loss=math.nan if data["loss"] is None else data["loss"],
+                    proxy=data["proxy"],
+                )
+            )
+            if event["seq"] in live:
+                assert (replayed.stop, replayed.reason) == live[event["seq"]]
+        assert len(live) == len([e for e in events[name] if e["type"] == "eval"])
+
+
+def test_event_history_is_complete_and_ordered(finished):
+    _, events, _, _, _ = finished
+    for history in events.values():
+        assert [e["seq"] for e in history] == list(range(1, len(history) + 1))
+        steps = [e["data"]["step"] for e in history if e["type"] == "eval"]
+        assert steps == list(range(1, len(steps) + 1))  # each eval once, none lost
+        states = [e["data"]["status"] for e in history if e["type"] == "state"]
+        assert states[:4] == ["validating", "queued", "starting", "running"]
+
+
+def test_usage_and_cluster_report_the_tenant(finished):
+    jobs, _, _, _, client = finished
+    usage = client.usage()
+    assert usage["jobs"] == {"early_stopped": 1, "succeeded": 2}
+    assert usage["gpu_hours_freed"] == pytest.approx(jobs["hacking"]["gpu_hours_freed"], abs=1e-6)
+    cluster = client.cluster()
+    assert cluster["gpus"] == 2 and cluster["gpus_in_use"] == 0 and cluster["queued"] == 0
+    assert cluster["policy"] == "fifo" and cluster["stop_rule"]["rule"] == "evalstop"
+    assert json.loads(json.dumps(cluster)) == cluster
