@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import time
 
 import pytest
 
-from conftest import curve_command
+from conftest import RLGUARD, curve_command
+from rlguard.cluster.curve_file import read_curves
 from rlguard.cluster.events import EvalEvent
 from rlguard.cluster.registry import RULES, RuleParams
 
@@ -33,7 +37,12 @@ def finished(tmp_path_factory):
         hacking = client.submit({"command": curve_command(HACKING, 0.3), "gpus": 1})
         healthy = client.submit({"command": curve_command(HEALTHY, 0.3), "gpus": 1})
         behind = client.submit({"command": curve_command(SHORT, 0.2), "gpus": 1})
-        assert behind["status"] == "queued" and behind["queue_position"] == 1
+        assert behind["status"] == "queued"
+        deadline = time.monotonic() + 20  # the next scheduling pass places it in the queue
+        while client.job(behind["id"])["queue_position"] is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        assert client.job(behind["id"])["queue_position"] == 1
         jobs = {
             name: client.wait(job["id"], timeout_s=180)
             for name, job in (("hacking", hacking), ("healthy", healthy), ("behind", behind))
@@ -41,13 +50,13 @@ def finished(tmp_path_factory):
         events = {name: client.all_events(job["id"]) for name, job in jobs.items()}
         decisions = {name: client.decisions(job["id"])["data"] for name, job in jobs.items()}
         checkpoints = {name: client.checkpoints(job["id"])["data"] for name, job in jobs.items()}
-        yield jobs, events, decisions, checkpoints, client
+        yield jobs, events, decisions, checkpoints, client, (server.url, key)
     finally:
         server.stop()
 
 
 def test_hacking_job_is_stopped_online_with_its_best_checkpoint(finished):
-    jobs, events, decisions, checkpoints, _ = finished
+    jobs, events, decisions, checkpoints, _, _ = finished
     job = jobs["hacking"]
     assert job["status"] == "early_stopped"
     assert job["stop_reason"] == "evalstop: 3 consecutive eval declines"
@@ -66,14 +75,14 @@ def test_hacking_job_is_stopped_online_with_its_best_checkpoint(finished):
 
 
 def test_healthy_job_is_not_stopped_and_succeeds(finished):
-    jobs, events, decisions, _, _ = finished
+    jobs, events, decisions, _, _, _ = finished
     assert jobs["healthy"]["status"] == "succeeded"
     assert not any(d["stop"] for d in decisions["healthy"])
     assert len([e for e in events["healthy"] if e["type"] == "eval"]) == len(HEALTHY)
 
 
 def test_queued_job_starts_when_the_stopped_job_frees_its_gpu(finished):
-    jobs, events, _, _, _ = finished
+    jobs, events, _, _, _, _ = finished
 
     def when(name: str, status: str) -> float:
         return next(
@@ -90,7 +99,7 @@ def test_queued_job_starts_when_the_stopped_job_frees_its_gpu(finished):
 def test_replaying_recorded_evals_reproduces_every_live_decision(finished):
     """The platform's decisions are the cluster stop rule's: a fresh EvalStop from the same
     registry, fed the recorded eval events in order, decides exactly as it did live."""
-    jobs, events, decisions, _, _ = finished
+    jobs, events, decisions, _, _, _ = finished
     for name, job in jobs.items():
         rule = RULES["evalstop"](
             RuleParams(**{k: job["stop_policy"][k] for k in ("k", "min_delta", "warmup")})
@@ -115,7 +124,7 @@ def test_replaying_recorded_evals_reproduces_every_live_decision(finished):
 
 
 def test_event_history_is_complete_and_ordered(finished):
-    _, events, _, _, _ = finished
+    _, events, _, _, _, _ = finished
     for history in events.values():
         assert [e["seq"] for e in history] == list(range(1, len(history) + 1))
         steps = [e["data"]["step"] for e in history if e["type"] == "eval"]
@@ -125,7 +134,7 @@ def test_event_history_is_complete_and_ordered(finished):
 
 
 def test_usage_and_cluster_report_the_tenant(finished):
-    jobs, _, _, _, client = finished
+    jobs, _, _, _, client, _ = finished
     usage = client.usage()
     assert usage["jobs"] == {"early_stopped": 1, "succeeded": 2}
     assert usage["gpu_hours_freed"] == pytest.approx(jobs["hacking"]["gpu_hours_freed"], abs=1e-6)
@@ -133,3 +142,25 @@ def test_usage_and_cluster_report_the_tenant(finished):
     assert cluster["gpus"] == 2 and cluster["gpus_in_use"] == 0 and cluster["queued"] == 0
     assert cluster["policy"] == "fifo" and cluster["stop_rule"]["rule"] == "evalstop"
     assert json.loads(json.dumps(cluster)) == cluster
+
+
+def test_recorded_history_replays_in_the_simulator(finished, tmp_path):
+    """`rlguard jobs export-curves` writes the live evals as a curve file the simulator reads."""
+    jobs, events, _, _, _, (url, key) = finished
+    env = {**os.environ, "RLGUARD_URL": url, "RLGUARD_API_KEY": key}
+    out = tmp_path / "history.json"
+    subprocess.run([*RLGUARD, "jobs", "export-curves", str(out)], env=env, check=True)
+    curves = {c.name: c for c in read_curves(out).curves}
+    assert set(curves) == {job["id"] for job in jobs.values()}
+    hacking = curves[jobs["hacking"]["id"]]
+    assert list(hacking.score) == [
+        e["data"]["score"] for e in events["hacking"] if e["type"] == "eval"
+    ]
+    assert hacking.hacks and not curves[jobs["healthy"]["id"]].hacks
+    simulated = subprocess.run(
+        [*RLGUARD, "simulate", "--curves", str(out), "--seeds", "1", "--workers", "1", "--json"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    assert json.loads(simulated.stdout)

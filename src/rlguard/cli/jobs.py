@@ -132,3 +132,27 @@ def events(
             else f"{event['seq']:>5} {event['type']:<10} {json.dumps(event['data'])}",
             flush=True,
         )
+
+
+@jobs_app.command("export-curves")
+def export_curves(
+    out: Annotated[Path, typer.Argument(help="curve file to write (rlguard-curves/1)")],
+) -> None:
+    """Your jobs' recorded eval curves (every job's, with an admin key), for `rlguard simulate
+    --curves` to try a stop rule on your own history."""
+    from rlguard.cluster.curve_file import write_curves
+    from rlguard.platform.replay import job_curve
+
+    client = _client()
+    jobs, after = [], None
+    while True:
+        page = _call(client.jobs, 1000, after)
+        jobs.extend(page["data"])
+        if not page["has_more"]:
+            break
+        after = page["data"][-1]["id"]
+    curves = [c for job in jobs if (c := job_curve(job, _call(client.all_events, job["id"])))]
+    if not curves:
+        raise InputError("no job has two or more evals with scores in [0, 1] to export")
+    write_curves(out, curves, source=f"rlguard platform at {os.environ['RLGUARD_URL']}")
+    print(f"wrote {len(curves)} of {len(jobs)} jobs' curves to {out}")

@@ -1,0 +1,38 @@
+"""The platform's recorded eval history as a curve file (rlguard-curves/1) for the simulator.
+
+An operator replays their own jobs' curves with `rlguard simulate --curves FILE` to choose a stop
+rule's k before changing the live one. Each job with at least two evals becomes one curve, named
+by its id, with its method set to the job's kind; its hacking label is left to the simulator's
+derivation (`turns_over`), since the platform knows only what it observed. A job stopped early is
+recorded only up to its stop. Curves whose scores leave [0, 1] cannot be replayed and are skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from rlguard.cluster.curves import MeasuredCurve
+
+
+def job_curve(job: dict[str, Any], events: Iterable[dict[str, Any]]) -> MeasuredCurve | None:
+    """A job's curve from its events (the API's job and event objects), or None if unusable."""
+    points: dict[float, dict[str, Any]] = {}
+    for event in events:
+        if event["type"] == "eval":
+            points.setdefault(event["data"]["progress"], event["data"])
+    progress = sorted(points)
+    evals = [points[p] for p in progress]
+    if len(evals) < 2 or not all(0.0 <= e["score"] <= 1.0 for e in evals):
+        return None
+    proxies = [e["proxy"] for e in evals]
+    kls = [e["kl"] for e in evals]
+    return MeasuredCurve(
+        name=job["id"],
+        method=job["job_kind"],
+        seed=0,
+        progress=progress,
+        score=[e["score"] for e in evals],
+        proxy=None if None in proxies else proxies,
+        kl=None if None in kls else kls,
+    )
