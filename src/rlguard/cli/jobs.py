@@ -15,6 +15,7 @@ from rlguard.errors import InputError
 
 jobs_app = typer.Typer(no_args_is_help=True, help="Submit and watch jobs on the platform.")
 JsonOut = Annotated[bool, typer.Option("--json", help="print JSON")]
+JOB_COLUMNS = ("id", "status", "kind", "gpus", "queue_position", "stop_reason")
 
 
 def _client():  # type: ignore[no-untyped-def]
@@ -48,12 +49,10 @@ def _show(obj: Any, json_out: bool) -> None:
     rows = obj["data"] if obj.get("object") == "list" else [obj]
     if rows and rows[0].get("object") == "job":
         table = Table()
-        for column in ("id", "status", "kind", "gpus", "queue_position", "stop_reason"):
+        for column in JOB_COLUMNS:
             table.add_column(column)
         for job in rows:
-            table.add_row(
-                *(str(job.get(c) if job.get(c) is not None else "") for c in table.columns_names())
-            )
+            table.add_row(*("" if job.get(c) is None else str(job[c]) for c in JOB_COLUMNS))
         console.print(table)
     else:
         for row in rows:

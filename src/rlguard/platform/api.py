@@ -31,6 +31,7 @@ from rlguard.platform.errors import (
     on_http_error,
     on_validation_error,
 )
+from rlguard.platform.ingest import EvalIngest
 from rlguard.platform.jobspec import input_error_field
 from rlguard.platform.keys import digest
 from rlguard.platform.schemas import CheckpointReport, EvalReport, JobCreate
@@ -118,7 +119,7 @@ def _job_views(s: Session, platform: Platform, jobs: list[Job]) -> list[dict[str
     return [job_view(j, best.get(j.id), positions.get(j.id), attempts.get(j.id, 0)) for j in jobs]
 
 
-def create_app(platform: Platform) -> FastAPI:
+def create_app(platform: Platform, ingest: EvalIngest) -> FastAPI:
     app = FastAPI(title="rlguard platform", version="1", docs_url=None, redoc_url=None)
     app.state.platform = platform
     app.add_middleware(BodyLimit)
@@ -243,9 +244,10 @@ def create_app(platform: Platform) -> FastAPI:
         return _bearer(request)
 
     @app.post("/v1/jobs/{job_id}/evals")
-    def report_eval(job_id: str, body: EvalReport, request: Request) -> dict[str, Any]:
+    async def report_eval(job_id: str, body: EvalReport, request: Request) -> dict[str, Any]:
+        future = ingest.submit(job_id, _job_token(request), body)
         try:
-            return platform.report_eval(job_id, _job_token(request), body)
+            return await asyncio.wrap_future(future)
         except Unauthorized:
             raise ApiError(401, "invalid job token for this job", "invalid_job_token") from None
         except Conflict as e:

@@ -24,6 +24,7 @@ from rlguard.errors import InputError
 from rlguard.platform import states
 from rlguard.platform.api import create_app
 from rlguard.platform.executor import RayExecutor
+from rlguard.platform.ingest import EvalIngest
 from rlguard.platform.loop import SchedulerLoop
 from rlguard.platform.ray_head import local_head, stop_local_head
 from rlguard.platform.recovery import recover
@@ -62,7 +63,7 @@ def build_policy(name: str, args: dict[str, Any]):  # type: ignore[no-untyped-de
         raise InputError(f"option --policy-args: {name}: {e}") from None
 
 
-def start_platform(cfg: ServeConfig) -> tuple[Platform, SchedulerLoop]:
+def start_platform(cfg: ServeConfig) -> tuple[Platform, SchedulerLoop, EvalIngest]:
     """Everything but the HTTP server: what tests and the demo also start in-process."""
     policy = build_policy(cfg.policy, cfg.policy_args)
     rules = StopRules(policy, cfg.stop_rule, cfg.rule_params)
@@ -72,12 +73,15 @@ def start_platform(cfg: ServeConfig) -> tuple[Platform, SchedulerLoop]:
     platform = Platform(store, RayExecutor(address), rules, cfg.data_dir, cfg.url, cfg.grace_s)
     counts = recover(platform)
     log.info("recovered %s", json.dumps(counts))
-    loop = SchedulerLoop(platform)
+    loop, ingest = SchedulerLoop(platform), EvalIngest(platform)
     loop.start()
-    return platform, loop
+    ingest.start()
+    return platform, loop, ingest
 
 
-def stop_platform(platform: Platform, loop: SchedulerLoop, cfg: ServeConfig) -> None:
+def stop_platform(
+    platform: Platform, loop: SchedulerLoop, ingest: EvalIngest, cfg: ServeConfig
+) -> None:
     """Preempt running jobs cooperatively, wait for them to checkpoint, then let go of Ray."""
     loop.stop()
     with platform.lock:
@@ -92,6 +96,7 @@ def stop_platform(platform: Platform, loop: SchedulerLoop, cfg: ServeConfig) -> 
         with platform.lock:
             platform.collect()
         time.sleep(0.2)
+    ingest.stop()
     platform.executor.shutdown()
     platform.store.close()
     if cfg.address is None:
@@ -100,12 +105,11 @@ def stop_platform(platform: Platform, loop: SchedulerLoop, cfg: ServeConfig) -> 
 
 def serve(cfg: ServeConfig) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    platform, loop = start_platform(cfg)
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(platform), host=cfg.host, port=cfg.port, log_level="warning")
-    )
+    platform, loop, ingest = start_platform(cfg)
+    app = create_app(platform, ingest)
+    server = uvicorn.Server(uvicorn.Config(app, host=cfg.host, port=cfg.port, log_level="warning"))
     log.info("serving on %s (policy %s)", cfg.url, platform.rules.scheduler.name)
     try:
         server.run()
     finally:
-        stop_platform(platform, loop, cfg)
+        stop_platform(platform, loop, ingest, cfg)

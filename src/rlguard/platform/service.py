@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,7 +89,6 @@ class Platform:
         self.lock = threading.RLock()
         self.table = LiveTable()
         self.active: dict[str, Active] = {}
-        self._job_locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
         self.dirty = threading.Event()  # a scheduling pass is due
         self.capacity = executor.capacity()
 
@@ -105,22 +103,18 @@ class Platform:
     @staticmethod
     def append(
         session: Session,
-        job_id: str,
+        job: Job,
         type_: str,
         data: dict[str, Any],
         level: str = "info",
         dedup: str | None = None,
     ) -> Event:
-        """A job's next event, its seq taken atomically from the job row (one UPDATE)."""
-        seq = session.execute(
-            update(Job)
-            .where(Job.id == job_id)
-            .values(last_seq=Job.last_seq + 1)
-            .returning(Job.last_seq)
-        ).scalar_one()
+        """A job's next event. Its seq comes from the job row, which only this process writes,
+        and only under `self.lock`: one writer at a time, so seqs never collide."""
+        job.last_seq += 1
         event = Event(
-            job_id=job_id,
-            seq=seq,
+            job_id=job.id,
+            seq=job.last_seq,
             created_at=time.time(),
             level=level,
             type=type_,
@@ -137,7 +131,7 @@ class Platform:
         data = {"status": status, "previous": previous}
         if reason:
             data["reason"] = reason
-        self.append(session, job.id, "state", data)
+        self.append(session, job, "state", data)
         if job.id in self.active:
             self.active[job.id].status = status
 
@@ -175,7 +169,7 @@ class Platform:
             )
             s.add(job)
             s.flush()
-            self.append(s, job_id, "state", {"status": states.VALIDATING, "previous": None})
+            self.append(s, job, "state", {"status": states.VALIDATING, "previous": None})
             self.set_status(s, job, states.QUEUED)
         with self.lock:
             self._track(job, rule, attempt=0)
@@ -220,43 +214,107 @@ class Platform:
     # ----- jobs' reports ---------------------------------------------------------------------
 
     def _reporting_job(self, session: Session, job_id: str, token: str) -> Job:
-        job = session.get(Job, job_id, with_for_update=True)
+        job = session.get(Job, job_id)
         if job is None or job.token_digest is None or not same_digest(token, job.token_digest):
             raise Unauthorized(job_id)
         if job.status not in states.ON_GPUS:
             raise Conflict(f"job {job_id} is {job.status}: it takes no reports")
         return job
 
-    def report_eval(self, job_id: str, token: str, report: EvalReport) -> dict[str, Any]:
-        """Store one eval (once per step), let the job's stop rule decide, and answer the job."""
-        with self._job_locks[job_id], self.store.transaction() as s:
-            job = self._reporting_job(s, job_id, token)
-            active = self.active[job_id]
-            dedup = f"eval:{report.step}"
-            stored = s.scalar(select(Event).where(Event.job_id == job_id, Event.dedup == dedup))
-            if stored is not None:  # a re-sent report (a retry, or a resumed run replaying)
-                decision = s.scalar(
-                    select(Decision).where(
-                        Decision.job_id == job_id, Decision.event_seq == stored.seq
-                    )
-                )
-                return self._answer(job, stored, decision, duplicate=True)
-            data = report.model_dump(mode="json")
-            event = self.append(s, job_id, "eval", data, dedup=dedup)
-            if report.checkpoint is not None:
-                self._add_checkpoint(
-                    s, job, report.step, report.checkpoint, self._eval_metrics(report)
-                )
-            active.eval_seqs.append(event.seq)
-            decision = None
-            if job.status != states.STOPPING:
-                verdict = self.rules.observe(active.rule, self._eval_event(job, report))
-                decision = self._decide(s, job, active, event, verdict)
-        now = time.time()
+    def report_evals(
+        self, reports: list[tuple[str, str, EvalReport]]
+    ) -> list[dict[str, Any] | Exception]:
+        """Store a batch of evals in one transaction (group commit), each once per (job, step),
+        decided by its job's stop rule in arrival order; the answers (or the refusals) in order.
+        Nothing is answered before the batch is committed."""
+        answers: list[dict[str, Any] | Exception] = []
+        observed: list[tuple[str, EvalReport]] = []
         with self.lock:
-            executed = self.table.executed_s(job_id, now)
-            self.table.observe(job_id, report.progress, report.loss, executed)
+            try:
+                with self.store.transaction() as s, s.no_autoflush:
+                    stored = self._stored_evals(s, reports)
+                    for job_id, token, report in reports:
+                        try:
+                            answer = self._ingest(s, job_id, token, report, stored, observed)
+                        except (Unauthorized, Conflict) as refused:
+                            answer = refused
+                        answers.append(answer)
+            except Exception:
+                self.replay_rules({job_id for job_id, _ in observed})
+                raise
+            now = time.time()
+            for job_id, report in observed:
+                executed = self.table.executed_s(job_id, now)
+                self.table.observe(job_id, report.progress, report.loss, executed)
+        return answers
+
+    @staticmethod
+    def _stored_evals(
+        s: Session, reports: list[tuple[str, str, EvalReport]]
+    ) -> dict[tuple[str, str], tuple[Event, Decision | None]]:
+        """The batch's evals already in the store (re-sent reports), with their decisions: one
+        query for the whole batch, rather than one per report."""
+        jobs = {job_id for job_id, _, _ in reports}
+        keys = {f"eval:{report.step}" for _, _, report in reports}
+        events = s.scalars(select(Event).where(Event.job_id.in_(jobs), Event.dedup.in_(keys)))
+        found = {(e.job_id, e.dedup): e for e in events}
+        decisions = {}
+        if found:
+            seqs = {e.seq for e in found.values()}
+            query = select(Decision).where(Decision.job_id.in_(jobs), Decision.event_seq.in_(seqs))
+            decisions = {(d.job_id, d.event_seq): d for d in s.scalars(query)}
+        return {k: (e, decisions.get((e.job_id, e.seq))) for k, e in found.items()}
+
+    def _ingest(
+        self,
+        s: Session,
+        job_id: str,
+        token: str,
+        report: EvalReport,
+        stored: dict[tuple[str, str], tuple[Event, Decision | None]],
+        observed: list[tuple[str, EvalReport]],
+    ) -> dict[str, Any]:
+        job = self._reporting_job(s, job_id, token)
+        active = self.active[job_id]
+        dedup = f"eval:{report.step}"
+        if (job_id, dedup) in stored:  # a re-sent report (a retry, or a resumed run replaying)
+            event, decision = stored[job_id, dedup]
+            return self._answer(job, event, decision, duplicate=True)
+        event = self.append(s, job, "eval", report.model_dump(mode="json"), dedup=dedup)
+        if report.checkpoint is not None:
+            self._add_checkpoint(s, job, report.step, report.checkpoint, self._eval_metrics(report))
+        active.eval_seqs.append(event.seq)
+        observed.append((job_id, report))
+        decision = None
+        if job.status != states.STOPPING:
+            verdict = self.rules.observe(active.rule, self._eval_event(job, report))
+            decision = self._decide(s, job, active, event, verdict)
+        stored[job_id, dedup] = (event, decision)
         return self._answer(job, event, decision, duplicate=False)
+
+    def replay_rules(self, job_ids: set[str]) -> None:
+        """Rebuild jobs' stop-rule state from the store (after a batch that did not commit had
+        already shown its evals to the rules)."""
+        with self.store.transaction() as s:
+            for job_id in job_ids:
+                active = self.active.get(job_id)
+                if active is None:
+                    continue
+                self.rules.job_ended(job_id)
+                job = s.get(Job, job_id)
+                decided = set(
+                    s.scalars(select(Decision.event_seq).where(Decision.job_id == job_id))
+                )
+                evals = s.scalars(
+                    select(Event)
+                    .where(Event.job_id == job_id, Event.type == "eval")
+                    .order_by(Event.seq)
+                ).all()
+                active.eval_seqs = [e.seq for e in evals]
+                for event in evals:
+                    if event.seq in decided:
+                        report = EvalReport.model_validate(event.data)
+                        self.rules.observe(active.rule, self._eval_event(job, report))
 
     @staticmethod
     def _eval_event(job: Job, report: EvalReport) -> EvalEvent:
@@ -296,7 +354,7 @@ class Platform:
         if verdict.stop:
             self.append(
                 s,
-                job.id,
+                job,
                 "decision",
                 {
                     "decision": decision.id,
@@ -337,7 +395,7 @@ class Platform:
         }
 
     def report_checkpoint(self, job_id: str, token: str, report: CheckpointReport) -> None:
-        with self._job_locks[job_id], self.store.transaction() as s:
+        with self.lock, self.store.transaction() as s:
             job = self._reporting_job(s, job_id, token)
             metrics = dict(report.metrics)
             if "eval" not in metrics:  # the eval of the same step, if the job reported one
@@ -368,9 +426,7 @@ class Platform:
             created_at=time.time(),
         )
         s.add(checkpoint)
-        self.append(
-            s, job.id, "checkpoint", {"checkpoint": checkpoint.id, "step": step, "path": path}
-        )
+        self.append(s, job, "checkpoint", {"checkpoint": checkpoint.id, "step": step, "path": path})
         score = metrics.get("eval")
         if score is not None and score > active.best_eval:
             active.best_eval = score
@@ -452,7 +508,7 @@ class Platform:
             job.token_digest = None
             if requeue:
                 reason = "preempted" if active.intent == states.PREEMPT else "run lost"
-                self.append(s, job_id, "state", {"status": states.PREEMPTED, "reason": reason})
+                self.append(s, job, "state", {"status": states.PREEMPTED, "reason": reason})
                 job.intent = active.intent = None
                 self.set_status(s, job, states.QUEUED, reason)
             elif active.intent == states.EARLY_STOP:
