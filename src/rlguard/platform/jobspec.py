@@ -2,7 +2,9 @@
 
 A train job is any `rlguard train` stage config, validated here with the CLI's own parser (so
 the API answers with the CLI's one-line field messages) and run as `rlguard train` on a copy
-whose `output_dir` is the job's own directory. A command job runs its shell command there.
+whose `output_dir` is the job's own directory, from the server's working directory (relative
+paths in a config mean what they mean to `rlguard train` run there). A command job runs its shell
+command in the job's directory.
 """
 
 from __future__ import annotations

@@ -85,7 +85,10 @@ class Platform:
         grace_s: float = 30.0,
     ) -> None:
         self.store, self.executor, self.rules = store, executor, rules
-        self.data_dir, self.url, self.grace_s = data_dir, url, grace_s
+        self.data_dir, self.url, self.grace_s = data_dir.resolve(), url, grace_s
+        # Train configs name paths as `rlguard train` would read them here: relative to the
+        # server's working directory. Command jobs run in their own directory.
+        self.workdir = Path.cwd()
         self.lock = threading.RLock()
         self.table = LiveTable()
         self.active: dict[str, Active] = {}
@@ -473,7 +476,7 @@ class Platform:
             run.id,
             jobspec.argv(job.kind, job.spec, directory),
             env,
-            directory,
+            directory if job.kind == "command" else self.workdir,
             self.log_path(job_id, attempt),
             active.gpus,
             active.cpus,
