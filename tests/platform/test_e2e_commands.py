@@ -8,7 +8,9 @@ import json
 import math
 import os
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -164,3 +166,19 @@ def test_recorded_history_replays_in_the_simulator(finished, tmp_path):
         text=True,
     )
     assert json.loads(simulated.stdout)
+
+
+def test_hf_trainer_obeys_the_platform_through_evalstop_callback(live_server):
+    """A real HF Trainer job whose EvalStopCallback takes the platform as its rule: the platform's
+    EvalStop (k=3) stops it at the third decline (step 12), and the trainer stops there."""
+    server = live_server("--gpus", "1")
+    _, key = server.tenant("hf", quota_gpus=1)
+    client = server.client(key)
+    job = client.submit({"command": f"{sys.executable} {Path(__file__).with_name('hf_job.py')}"})
+    job = client.wait(job["id"], timeout_s=180)
+    assert job["status"] == "early_stopped", client.http.get(f"/v1/jobs/{job['id']}/logs").text
+    assert job["stop_reason"] == "evalstop: 3 consecutive eval declines"
+    steps = [e["data"]["step"] for e in client.all_events(job["id"]) if e["type"] == "eval"]
+    assert steps == [2, 4, 6, 8, 10, 12]
+    log = client.http.get(f"/v1/jobs/{job['id']}/logs").text
+    assert "stopped=True reason=evalstop: 3 consecutive eval declines best_step=6" in log
