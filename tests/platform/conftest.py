@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -50,6 +51,10 @@ class LiveServer:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def db_url(self) -> str:
+        return self.db or f"sqlite:///{self.data_dir / 'platform.db'}"
 
     def _store_args(self) -> list[str]:
         return ["--data-dir", str(self.data_dir), *(["--db", self.db] if self.db else [])]
@@ -134,7 +139,7 @@ def _postgres_bin() -> Path | None:
 
 
 @pytest.fixture(scope="session")
-def postgres_url(tmp_path_factory) -> Iterator[str]:
+def postgres_url() -> Iterator[str]:
     """A PostgreSQL server of its own (initdb in a temporary directory, loopback only).
 
     CI installs Debian's postgresql package (.ci/run) and sets CI=true: there a missing server
@@ -144,7 +149,9 @@ def postgres_url(tmp_path_factory) -> Iterator[str]:
         if os.environ.get("CI"):
             pytest.fail("PostgreSQL is not installed, and CI must run the PostgreSQL tests")
         pytest.skip("PostgreSQL server binaries (initdb) not found: apt-get install postgresql")
-    root = tmp_path_factory.mktemp("postgres")
+    # Not under pytest's own temporary directory: its parents are private to root, and the
+    # server runs as the postgres user.
+    root = Path(tempfile.mkdtemp(prefix="rlguard-postgres-"))
     data = root / "data"
     as_user: list[str] = []
     if os.geteuid() == 0:  # postgres refuses to run as root: run it as Debian's postgres user
@@ -189,10 +196,10 @@ def postgres_url(tmp_path_factory) -> Iterator[str]:
     yield f"postgresql://postgres@127.0.0.1:{port}"
     server.terminate()
     server.wait(timeout=30)
+    shutil.rmtree(root, ignore_errors=True)
 
 
-@pytest.fixture
-def fresh_postgres_db(postgres_url) -> str:
+def new_database(postgres_url: str) -> str:
     """A new, empty database on the session's PostgreSQL server."""
     import psycopg
 
@@ -200,3 +207,16 @@ def fresh_postgres_db(postgres_url) -> str:
     with psycopg.connect(f"{postgres_url}/postgres", autocommit=True) as c:
         c.execute(f"CREATE DATABASE {name}")
     return f"{postgres_url}/{name}"
+
+
+@pytest.fixture
+def fresh_postgres_db(postgres_url) -> str:
+    return new_database(postgres_url)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request) -> str | None:
+    """Each test that takes it runs on the embedded SQLite (None: the default) and on PostgreSQL."""
+    if request.param == "sqlite":
+        return None
+    return new_database(request.getfixturevalue("postgres_url"))

@@ -29,7 +29,7 @@ def _wait_for_evals(client, job_ids, at_least, timeout_s=120):
 
 
 def _runs(server, job_id):
-    engine = create_engine(f"sqlite:///{server.data_dir / 'platform.db'}")
+    engine = create_engine(server.db_url.replace("postgresql://", "postgresql+psycopg://"))
     with engine.connect() as c:
         rows = c.execute(
             text(
@@ -57,8 +57,8 @@ def _no_overlap(runs):
         assert earlier.ended_at is not None and earlier.ended_at <= later.started_at
 
 
-def test_killed_server_reattaches_its_running_jobs(live_server):
-    server = live_server("--gpus", "2")
+def test_killed_server_reattaches_its_running_jobs(live_server, store_url):
+    server = live_server("--gpus", "2", db=store_url)
     _, key = server.tenant("acme", quota_gpus=2)
     client = server.client(key)
     jobs = [client.submit({"command": curve_command(CURVE, 0.25)})["id"] for _ in range(3)]
@@ -75,8 +75,8 @@ def test_killed_server_reattaches_its_running_jobs(live_server):
     assert log.count("attempt 1 from step 0") == 1 and "done" in log
 
 
-def test_jobs_lost_with_ray_requeue_and_resume_from_their_checkpoint(live_server):
-    server = live_server("--gpus", "2")
+def test_jobs_lost_with_ray_requeue_and_resume_from_their_checkpoint(live_server, store_url):
+    server = live_server("--gpus", "2", db=store_url)
     _, key = server.tenant("acme", quota_gpus=2)
     client = server.client(key)
     jobs = [client.submit({"command": curve_command(CURVE, 0.25)})["id"] for _ in range(2)]

@@ -26,13 +26,16 @@ HEALTHY = [0.30 + 0.01 * i for i in range(40)]
 SHORT = [0.2, 0.3, 0.4]
 
 
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory):
-    """One server (2 virtual GPUs, FIFO, EvalStop k=3); three jobs run to their ends."""
-    from conftest import LiveServer, free_port
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def finished(request, tmp_path_factory):
+    """One server (2 virtual GPUs, FIFO, EvalStop k=3) per store; three jobs run to their ends."""
+    from conftest import LiveServer, free_port, new_database
 
+    db = None
+    if request.param == "postgresql":
+        db = new_database(request.getfixturevalue("postgres_url"))
     data = tmp_path_factory.mktemp("e2e")
-    server = LiveServer(data, free_port(), None, ["--gpus", "2", "--k", "3"]).start()
+    server = LiveServer(data, free_port(), db, ["--gpus", "2", "--k", "3"]).start()
     try:
         _, key = server.tenant("acme", quota_gpus=2)
         client = server.client(key)
