@@ -12,7 +12,8 @@ TESTS = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(TESTS), str(TESTS / "train")]  # tiny_models and the HF callback's test
 
 from test_hf_callback import HUMP, Script, Texts  # noqa: E402
-from transformers import Trainer, TrainingArguments  # noqa: E402
+from test_hf_callback import args as hf_args  # noqa: E402
+from transformers import Trainer  # noqa: E402
 
 from rlguard.platform.client import PlatformRule  # noqa: E402
 from rlguard.train.callbacks import EvalStopCallback  # noqa: E402
@@ -21,21 +22,7 @@ from tiny_models import tiny_causal_lm, tiny_tokenizer  # noqa: E402
 out = os.environ["RLGUARD_OUTPUT_DIR"]
 tokenizer = tiny_tokenizer()
 callback = EvalStopCallback("eval_score", rule=PlatformRule.from_env())
-args = TrainingArguments(
-    output_dir=out,
-    max_steps=20,
-    per_device_train_batch_size=2,
-    per_device_eval_batch_size=2,
-    learning_rate=1e-2,
-    eval_strategy="steps",
-    eval_steps=2,
-    save_strategy="no",
-    logging_steps=1,
-    report_to=[],
-    use_cpu=True,
-    disable_tqdm=True,
-    seed=0,
-)
+args = hf_args(Path(out), save_strategy="no", save_total_limit=None)
 Trainer(
     model=tiny_causal_lm(tokenizer),
     args=args,
