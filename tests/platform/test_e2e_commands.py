@@ -185,3 +185,11 @@ def test_hf_trainer_obeys_the_platform_through_evalstop_callback(live_server):
     assert steps == [2, 4, 6, 8, 10, 12]
     log = client.http.get(f"/v1/jobs/{job['id']}/logs").text
     assert "stopped=True reason=evalstop: 3 consecutive eval declines best_step=6" in log
+
+
+def test_event_stream_replays_history_and_ends_with_the_job(finished):
+    """`?stream=true` (server-sent events) from a cursor: every later event, then the end."""
+    jobs, events, _, _, client, _ = finished
+    streamed = list(client.follow(jobs["hacking"]["id"], after=3))
+    assert [e["seq"] for e in streamed] == [e["seq"] for e in events["hacking"]][3:]
+    assert client.jobs(status="early_stopped")["data"][0]["id"] == jobs["hacking"]["id"]

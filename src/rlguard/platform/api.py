@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -40,6 +40,17 @@ from rlguard.platform.usage import cluster_view, usage_view
 from rlguard.platform.views import checkpoint_view, decision_view, event_view, job_view, page
 
 MAX_PAGE = 1000
+JobStatus = Literal[
+    "validating",
+    "queued",
+    "starting",
+    "running",
+    "stopping",
+    "succeeded",
+    "early_stopped",
+    "failed",
+    "cancelled",
+]
 SSE_POLL_S = 0.25
 
 
@@ -141,7 +152,7 @@ def create_app(platform: Platform, ingest: EvalIngest) -> FastAPI:
         who: Reader,
         after: str | None = None,
         limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 20,
-        status: Annotated[str | None, Query(pattern="|".join(states.ALL))] = None,
+        status: Annotated[JobStatus | None, Query()] = None,
     ) -> dict[str, Any]:
         with platform.store.transaction() as s:
             query = select(Job).order_by(Job.created_at.desc(), Job.id.desc())

@@ -57,9 +57,12 @@ class Client:
     def submit(self, body: dict[str, Any]) -> dict[str, Any]:
         return _checked(self.http.post("/v1/jobs", json=body))
 
-    def jobs(self, limit: int = 20, after: str | None = None) -> dict[str, Any]:
-        params = {"limit": limit, **({"after": after} if after else {})}
-        return _checked(self.http.get("/v1/jobs", params=params))
+    def jobs(
+        self, limit: int = 20, after: str | None = None, status: str | None = None
+    ) -> dict[str, Any]:
+        params = {"limit": limit, "after": after, "status": status}
+        wanted = {k: v for k, v in params.items() if v is not None}
+        return _checked(self.http.get("/v1/jobs", params=wanted))
 
     def job(self, job_id: str) -> dict[str, Any]:
         return _checked(self.http.get(f"/v1/jobs/{job_id}"))
