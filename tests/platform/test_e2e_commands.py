@@ -193,3 +193,17 @@ def test_event_stream_replays_history_and_ends_with_the_job(finished):
     streamed = list(client.follow(jobs["hacking"]["id"], after=3))
     assert [e["seq"] for e in streamed] == [e["seq"] for e in events["hacking"]][3:]
     assert client.jobs(status="early_stopped")["data"][0]["id"] == jobs["hacking"]["id"]
+
+
+def test_a_shadow_rule_advises_and_records_but_never_stops(live_server):
+    server = live_server("--gpus", "1")
+    _, key = server.tenant("careful", quota_gpus=1)
+    client = server.client(key)
+    body = {"command": curve_command(HACKING, 0.1), "stop_policy": {"k": 2, "shadow": True}}
+    job = client.wait(client.submit(body)["id"], timeout_s=120)
+    assert job["status"] == "succeeded" and job["stop_reason"] is None
+    assert job["stop_policy"] == {**job["stop_policy"], "k": 2, "shadow": True}
+    stops = [d for d in client.decisions(job["id"])["data"] if d["stop"]]
+    assert stops and all(d["shadow"] for d in stops)
+    steps = [e["data"]["step"] for e in client.all_events(job["id"]) if e["type"] == "eval"]
+    assert steps == list(range(1, len(HACKING) + 1))  # it ran to its end
