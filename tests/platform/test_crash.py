@@ -8,9 +8,9 @@ import itertools
 import time
 
 import pytest
+from live_platform import curve_command
 from sqlalchemy import create_engine, text
 
-from conftest import curve_command
 from rlguard.platform.ray_head import stop_local_head
 
 pytestmark = pytest.mark.ray
@@ -75,8 +75,8 @@ def test_killed_server_reattaches_its_running_jobs(live_server, store_url):
     assert log.count("attempt 1 from step 0") == 1 and "done" in log
 
 
-def test_jobs_lost_with_ray_requeue_and_resume_from_their_checkpoint(live_server, store_url):
-    server = live_server("--gpus", "2", db=store_url)
+def test_jobs_lost_with_ray_requeue_and_resume_from_their_checkpoint(live_server):
+    server = live_server("--gpus", "2")  # the store's part is the same as above: SQLite only
     _, key = server.tenant("acme", quota_gpus=2)
     client = server.client(key)
     jobs = [client.submit({"command": curve_command(CURVE, 0.25)})["id"] for _ in range(2)]

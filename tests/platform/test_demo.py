@@ -9,9 +9,9 @@ import json
 import subprocess
 
 import pytest
+from live_platform import RLGUARD, free_port
 from sqlalchemy import create_engine, text
 
-from conftest import RLGUARD, free_port
 from rlguard.cli.demo import COLUMNS
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]

@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
+from live_platform import RLGUARD, curve_command
 
-from conftest import RLGUARD, curve_command
 from rlguard.cluster.curve_file import read_curves
 from rlguard.cluster.events import EvalEvent
 from rlguard.cluster.registry import RULES, RuleParams
@@ -29,7 +29,7 @@ SHORT = [0.2, 0.3, 0.4]
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def finished(request, tmp_path_factory):
     """One server (2 virtual GPUs, FIFO, EvalStop k=3) per store; three jobs run to their ends."""
-    from conftest import LiveServer, free_port, new_database
+    from live_platform import LiveServer, free_port, new_database
 
     db = None
     if request.param == "postgresql":

@@ -43,8 +43,9 @@ def train(
     from rlguard.train.stages import parse_stage
 
     hf_logging.disable_progress_bar()  # per-shard load/save bars would bury our own progress
-    stage, cfg = parse_stage(load_yaml(config), config)
+    raw = load_yaml(config)
     rule = RULES[names(stop_rule, list(RULES), "--stop-rule", allow_many=False)[0]](RuleParams())
+    stage, cfg = parse_stage(raw, config)
     if stage == "cgpo":
         from rlguard.platform.client import PlatformRule
         from rlguard.train.preemption import PREEMPTED_EXIT, SigtermFlag

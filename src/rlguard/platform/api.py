@@ -29,6 +29,7 @@ from rlguard.platform.errors import (
     BodyLimit,
     on_api_error,
     on_http_error,
+    on_unexpected_error,
     on_validation_error,
 )
 from rlguard.platform.ingest import EvalIngest
@@ -137,6 +138,7 @@ def create_app(platform: Platform, ingest: EvalIngest) -> FastAPI:
     app.add_exception_handler(ApiError, on_api_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
+    app.add_exception_handler(Exception, on_unexpected_error)
 
     @app.post("/v1/jobs", status_code=201)
     def submit(body: JobCreate, who: Submitter) -> dict[str, Any]:
@@ -267,7 +269,7 @@ def create_app(platform: Platform, ingest: EvalIngest) -> FastAPI:
     @app.post("/v1/jobs/{job_id}/checkpoints", status_code=201)
     def report_checkpoint(job_id: str, body: CheckpointReport, request: Request) -> dict[str, Any]:
         try:
-            platform.report_checkpoint(job_id, _job_token(request), body)
+            ingest.reports.checkpoint(job_id, _job_token(request), body)
         except Unauthorized:
             raise ApiError(401, "invalid job token for this job", "invalid_job_token") from None
         except Conflict as e:

@@ -58,8 +58,15 @@ async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
-    codes = {404: "not_found", 405: "method_not_allowed"}
+    if exc.status_code == 400:  # FastAPI's answer to a body json.loads could not read at all
+        return error_body(400, f"the request body is not valid JSON ({exc.detail})", "invalid_json")
+    codes = {404: "not_found", 405: "method_not_allowed", 413: "request_too_large"}
     return error_body(exc.status_code, str(exc.detail), codes.get(exc.status_code, "http_error"))
+
+
+async def on_unexpected_error(request: Request, exc: Exception) -> JSONResponse:
+    """A bug, still answered in the API's shape (and logged by the server)."""
+    return error_body(500, f"internal error ({type(exc).__name__})", "internal_error")
 
 
 class BodyLimit:
@@ -84,7 +91,7 @@ class BodyLimit:
             message = await receive()
             seen += len(message.get("body", b""))
             if seen > self.limit:
-                raise _TooLarge
+                raise _TooLarge(self.limit)
             return message
 
         try:
@@ -99,5 +106,9 @@ class BodyLimit:
         await response(scope, receive, send)
 
 
-class _TooLarge(Exception):
-    pass
+class _TooLarge(StarletteHTTPException):
+    """Raised while the body is read: FastAPI passes HTTP exceptions through its body parsing
+    (any other one it would turn into a 400)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"the request body exceeds {limit} bytes")

@@ -83,13 +83,17 @@ def actor_name(run_id: str) -> str:
 
 
 class RayExecutor:
-    def __init__(self, address: str) -> None:
+    def __init__(self, address: str, temp_dir: Path | None = None) -> None:
         ray.init(
             address=address,
             namespace=NAMESPACE,
             log_to_driver=False,
             _node_ip_address="127.0.0.1",  # loopback only, whatever the host's interfaces
+            _temp_dir=None if temp_dir is None else str(temp_dir),  # a local head's own
         )
+        ray.put(None)  # build Ray's serialization context now, before the server's threads run
+        # (its first use imports pydantic.v1 lazily; racing another thread's imports, that
+        # import can fail with KeyError)
         self._actor = ray.remote(JobProcess)
 
     def capacity(self) -> int:

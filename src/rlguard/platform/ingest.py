@@ -16,17 +16,17 @@ import threading
 from concurrent.futures import Future
 from typing import Any
 
+from rlguard.platform.reports import Reports
 from rlguard.platform.schemas import EvalReport
-from rlguard.platform.service import Platform
 
 log = logging.getLogger(__name__)
 MAX_BATCH = 256
 
 
 class EvalIngest(threading.Thread):
-    def __init__(self, platform: Platform) -> None:
+    def __init__(self, reports: Reports) -> None:
         super().__init__(name="rlguard-ingest", daemon=True)
-        self.platform = platform
+        self.reports = reports
         self._queue: queue.SimpleQueue[tuple[str, str, EvalReport, Future] | None] = (
             queue.SimpleQueue()
         )
@@ -60,7 +60,7 @@ class EvalIngest(threading.Thread):
 
     def _commit(self, batch: list[tuple[str, str, EvalReport, Future]]) -> None:
         try:
-            answers = self.platform.report_evals([(j, t, r) for j, t, r, _ in batch])
+            answers = self.reports.evals([(j, t, r) for j, t, r, _ in batch])
         except Exception as error:  # the batch did not commit: nothing of it was stored
             log.exception("an eval batch failed")
             for *_, future in batch:

@@ -31,7 +31,6 @@ def schedule(platform: Platform, now: float, round_due: bool) -> None:
     if not queued:
         return
     on_gpus = [a for a in active.values() if a.status in states.ON_GPUS]
-    stopping = sum(a.gpus for a in on_gpus if a.status == states.STOPPING)
     free = platform.capacity - sum(a.gpus for a in on_gpus)
     scheduler = platform.rules.scheduler
     preempt = scheduler.preemptive and round_due
@@ -46,17 +45,22 @@ def schedule(platform: Platform, now: float, round_due: bool) -> None:
         return
     with platform.store.transaction() as s:
         tenants = {t.id: t for t in s.scalars(select(Tenant))}
-    gpus = np.array([active[j].gpus for j in ordered], dtype=np.int64)
-    owners = [active[j].tenant_id for j in ordered]
-    running = np.array([active[j].status != states.QUEUED for j in ordered], dtype=bool)
+    # Stopping jobs hold their GPUs until they exit: they count against the cluster and their
+    # tenant's quota, but are not the policy's to order or displace.
+    held = [a.job_id for a in on_gpus if a.status == states.STOPPING]
+    gpus = np.array([active[j].gpus for j in ordered + held], dtype=np.int64)
+    owners = [active[j].tenant_id for j in ordered + held]
+    running = np.array([active[j].status != states.QUEUED for j in ordered + held], dtype=bool)
+    fixed = running.copy() if not preempt else np.arange(len(gpus)) >= len(ordered)
     admitted = admit(
         gpus,
         owners,
-        np.zeros_like(running) if preempt else running,
+        fixed,
         {t: tenants[t].quota_gpus for t in set(owners)},
         {t: tenants[t].weight for t in set(owners)},
-        platform.capacity - stopping,
-    )
+        platform.capacity,
+    )[: len(ordered)]
+    gpus, running = gpus[: len(ordered)], running[: len(ordered)]
     for i in np.flatnonzero(running & ~admitted).tolist():
         platform.preempt(ordered[i])  # its GPUs free up once it has checkpointed and exited
     for i in np.flatnonzero(admitted & ~running).tolist():

@@ -8,6 +8,7 @@ jobs' Ray actors still running and reattaches to them. Stopping the head (SIGTER
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -63,6 +65,10 @@ def local_head(data_dir: Path, gpus: int, cpus: int) -> str:
             return known["address"]
     port = _free_port()
     log = (data_dir / "ray-head.log").open("ab")
+    # Its own temp dir: Ray records "the current cluster" there, so a plain `ray.init()` elsewhere
+    # on the host (the simulator, the lab) starts its own cluster rather than joining ours. Short,
+    # because Ray's socket paths live under it.
+    temp = temp_dir(data_dir)
     process = subprocess.Popen(
         [
             _ray_command(),
@@ -75,15 +81,25 @@ def local_head(data_dir: Path, gpus: int, cpus: int) -> str:
             f"--num-cpus={cpus}",
             "--include-dashboard=false",
             "--disable-usage-stats",
+            f"--temp-dir={temp}",
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
+        # A head on loopback for this host's server, as `ray.init()` starts one (without token
+        # authentication; with its own temp dir Ray would otherwise turn it on).
+        env={**os.environ, "RAY_AUTH_MODE": "disabled"},
         start_new_session=True,  # outlives a killed server, so jobs can be reattached
     )
     address = f"127.0.0.1:{port}"
     write_json(record, {"pid": process.pid, "address": address})
     _wait_until_up(address, process)
     return address
+
+
+def temp_dir(data_dir: Path) -> Path:
+    """The local head's Ray temp dir (sessions, sockets, logs) of this data directory."""
+    digest = hashlib.sha1(str(data_dir.resolve()).encode()).hexdigest()[:8]
+    return Path(tempfile.gettempdir()) / f"rlguard-ray-{digest}"
 
 
 def _wait_until_up(address: str, process: subprocess.Popen) -> None:
@@ -112,3 +128,4 @@ def stop_local_head(data_dir: Path) -> None:
         while _alive(pid) and time.monotonic() < deadline:
             time.sleep(0.2)
     record.unlink(missing_ok=True)
+    shutil.rmtree(temp_dir(data_dir), ignore_errors=True)

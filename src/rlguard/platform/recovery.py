@@ -14,8 +14,8 @@ import time
 from sqlalchemy import select
 
 from rlguard.platform import states
-from rlguard.platform.db import Checkpoint, Decision, Event, Job, Run
-from rlguard.platform.schemas import EvalReport
+from rlguard.platform.db import Checkpoint, Job, Run
+from rlguard.platform.reports import replay_rule_state
 from rlguard.platform.service import Platform
 
 
@@ -34,17 +34,8 @@ def recover(platform: Platform) -> dict[str, int]:
             for run in runs:
                 if run.ended_at is not None:
                     platform.table.table.executed_s[row] += run.ended_at - run.started_at
-            decided = set(s.scalars(select(Decision.event_seq).where(Decision.job_id == job.id)))
-            evals = s.scalars(
-                select(Event)
-                .where(Event.job_id == job.id, Event.type == "eval")
-                .order_by(Event.seq)
-            ).all()
-            for event in evals:
-                active.eval_seqs.append(event.seq)
+            for event in replay_rule_state(platform, s, job):
                 platform.table.observe(job.id, event.data["progress"], event.data.get("loss"), 0.0)
-                if event.seq in decided:
-                    platform.rules.observe(active.rule, platform._eval_event(job, _report(event)))
             scores = [
                 c.metrics["eval"]
                 for c in s.scalars(select(Checkpoint).where(Checkpoint.job_id == job.id))
@@ -69,7 +60,3 @@ def recover(platform: Platform) -> dict[str, int]:
         counts["lost"] += 1
     platform.dirty.set()
     return counts
-
-
-def _report(event: Event) -> EvalReport:
-    return EvalReport.model_validate(event.data)

@@ -5,11 +5,15 @@ Responses are plain dicts built in `views.py`, in the shapes docs/platform.md li
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
+Step = Annotated[int, Field(ge=0, le=2**31 - 1)]  # a 32-bit INTEGER column on PostgreSQL
+Text = Annotated[str, Field(pattern=r"^[^\x00]*$")]  # PostgreSQL text cannot hold a NUL
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 MAX_GPUS_PER_JOB = 1024
 MAX_COMMAND_CHARS = 10_000
@@ -22,10 +26,10 @@ class Strict(BaseModel):
 class StopPolicy(Strict):
     """A job's override of the platform's stop rule; unset fields keep the platform's."""
 
-    rule: str | None = Field(None, description="a stop rule's name, or none")
-    k: int | None = Field(None, ge=1)
+    rule: str | None = Field(None, min_length=1, description="a stop rule's name, or none")
+    k: int | None = Field(None, ge=1, strict=True)
     min_delta: Finite | None = Field(None, ge=0)
-    warmup: int | None = Field(None, ge=0)
+    warmup: int | None = Field(None, ge=0, strict=True)
     shadow: bool = Field(False, description="advise and record, never stop")
 
 
@@ -45,6 +49,23 @@ class JobCreate(Strict):
     env: dict[str, str] = Field(default_factory=dict, description="command jobs: extra variables")
     stop_policy: StopPolicy = Field(default_factory=StopPolicy)
 
+    @field_validator("command")
+    @classmethod
+    def _startable(cls, command: str | None) -> str | None:
+        if command is not None and "\x00" in command:
+            raise ValueError("a command cannot contain a NUL character")
+        return command
+
+    @field_validator("env")
+    @classmethod
+    def _environment(cls, env: dict[str, str]) -> dict[str, str]:
+        for name, value in env.items():
+            if not ENV_NAME.match(name) or name.startswith("RLGUARD_"):
+                raise ValueError(f"{name!r} is not a variable name a job may set")
+            if "\x00" in value:
+                raise ValueError(f"the value of {name} contains a NUL character")
+        return env
+
     @model_validator(mode="after")
     def _one_body(self) -> JobCreate:
         if (self.config is None) == (self.command is None):
@@ -57,18 +78,18 @@ class JobCreate(Strict):
 class EvalReport(Strict):
     """One eval of a running job, reported with its job token; `step` makes it idempotent."""
 
-    step: int = Field(ge=0)
+    step: Step
     score: Finite
     progress: Finite = Field(ge=0, le=1)
     loss: Finite | None = None
     proxy: Finite | None = None
     kl: Finite | None = None
-    checkpoint: str | None = Field(
+    checkpoint: Text | None = Field(
         None, max_length=1000, description="where the weights of this eval are saved, if kept"
     )
 
 
 class CheckpointReport(Strict):
-    step: int = Field(ge=0)
-    path: str = Field(min_length=1, max_length=1000)
+    step: Step
+    path: Text = Field(min_length=1, max_length=1000)
     metrics: dict[str, Finite] = Field(default_factory=dict)

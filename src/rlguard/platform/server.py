@@ -26,8 +26,9 @@ from rlguard.platform.api import create_app
 from rlguard.platform.executor import RayExecutor
 from rlguard.platform.ingest import EvalIngest
 from rlguard.platform.loop import SchedulerLoop
-from rlguard.platform.ray_head import local_head, stop_local_head
+from rlguard.platform.ray_head import local_head, stop_local_head, temp_dir
 from rlguard.platform.recovery import recover
+from rlguard.platform.reports import Reports
 from rlguard.platform.rules import StopRules
 from rlguard.platform.service import Platform
 from rlguard.platform.store import Store, default_url
@@ -69,11 +70,15 @@ def start_platform(cfg: ServeConfig) -> tuple[Platform, SchedulerLoop, EvalInges
     rules = StopRules(policy, cfg.stop_rule, cfg.rule_params)
     cfg.data_dir.mkdir(parents=True, exist_ok=True)
     store = Store(cfg.db or default_url(cfg.data_dir))
-    address = cfg.address or local_head(cfg.data_dir, cfg.gpus, max(os.cpu_count() or 1, cfg.gpus))
-    platform = Platform(store, RayExecutor(address), rules, cfg.data_dir, cfg.url, cfg.grace_s)
+    if cfg.address is None:
+        address = local_head(cfg.data_dir, cfg.gpus, max(os.cpu_count() or 1, cfg.gpus))
+        executor = RayExecutor(address, temp_dir(cfg.data_dir))
+    else:
+        executor = RayExecutor(cfg.address)
+    platform = Platform(store, executor, rules, cfg.data_dir, cfg.url, cfg.grace_s)
     counts = recover(platform)
     log.info("recovered %s", json.dumps(counts))
-    loop, ingest = SchedulerLoop(platform), EvalIngest(platform)
+    loop, ingest = SchedulerLoop(platform), EvalIngest(Reports(platform))
     loop.start()
     ingest.start()
     return platform, loop, ingest

@@ -1,13 +1,15 @@
-"""The platform's core: admission, eval ingestion with stop decisions, and the job lifecycle.
+"""The platform's core: admission and the job lifecycle (launch, preempt, end of a run).
 
 One `Platform` object owns the in-memory side (the live table the policies see, the stop rules'
 per-job state, the Ray handles of running jobs) and keeps it in step with the store, which is the
-record: every change is committed before the caller is answered, and `recover()` rebuilds the
-in-memory side from the store after a restart. The scheduling loop (`loop.py`) calls `tick()`.
+record: every change is committed before the caller is answered, and `recovery.recover` rebuilds
+the in-memory side from the store after a restart. The scheduling loop (`loop.py`) drives the
+lifecycle; jobs' reports go through `reports.py`. Every write happens under `self.lock`.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -15,19 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from rlguard.cluster.events import Decision as RuleDecision
-from rlguard.cluster.events import EvalEvent
 from rlguard.errors import InputError
 from rlguard.platform import jobspec, states
-from rlguard.platform.db import Checkpoint, Decision, Event, Job, Run, Tenant
+from rlguard.platform.db import Event, Job, Run, Tenant
 from rlguard.platform.executor import RayExecutor, RunHandle
-from rlguard.platform.keys import JOB_TOKEN_PREFIX, digest, new_id, new_secret, same_digest
+from rlguard.platform.keys import JOB_TOKEN_PREFIX, digest, new_id, new_secret
 from rlguard.platform.live_table import LiveTable
-from rlguard.platform.rules import JobRule, StopRules, evidence_window
-from rlguard.platform.schemas import CheckpointReport, EvalReport, JobCreate
+from rlguard.platform.rules import JobRule, StopRules
+from rlguard.platform.schemas import JobCreate
 from rlguard.platform.store import Store
 
 
@@ -38,6 +37,13 @@ def freed_gpu_hours(gpus: int, executed_s: float, progress: float) -> float:
     if not 0 < progress < 1:
         return 0.0
     return gpus * executed_s * (1 - progress) / progress / 3600
+
+
+log = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 5
+"""Attempts after which a job whose runs keep getting lost (its actor or process could not start
+or died without an exit code) fails instead of being requeued again."""
 
 
 class NotFound(LookupError):
@@ -214,228 +220,6 @@ class Platform:
         if active.handle is not None:
             self.executor.stop(active.handle, self.grace_s)
 
-    # ----- jobs' reports ---------------------------------------------------------------------
-
-    def _reporting_job(self, session: Session, job_id: str, token: str) -> Job:
-        job = session.get(Job, job_id)
-        if job is None or job.token_digest is None or not same_digest(token, job.token_digest):
-            raise Unauthorized(job_id)
-        if job.status not in states.ON_GPUS:
-            raise Conflict(f"job {job_id} is {job.status}: it takes no reports")
-        return job
-
-    def report_evals(
-        self, reports: list[tuple[str, str, EvalReport]]
-    ) -> list[dict[str, Any] | Exception]:
-        """Store a batch of evals in one transaction (group commit), each once per (job, step),
-        decided by its job's stop rule in arrival order; the answers (or the refusals) in order.
-        Nothing is answered before the batch is committed."""
-        answers: list[dict[str, Any] | Exception] = []
-        observed: list[tuple[str, EvalReport]] = []
-        with self.lock:
-            try:
-                with self.store.transaction() as s, s.no_autoflush:
-                    stored = self._stored_evals(s, reports)
-                    for job_id, token, report in reports:
-                        try:
-                            answer = self._ingest(s, job_id, token, report, stored, observed)
-                        except (Unauthorized, Conflict) as refused:
-                            answer = refused
-                        answers.append(answer)
-            except Exception:
-                self.replay_rules({job_id for job_id, _ in observed})
-                raise
-            now = time.time()
-            for job_id, report in observed:
-                executed = self.table.executed_s(job_id, now)
-                self.table.observe(job_id, report.progress, report.loss, executed)
-        return answers
-
-    @staticmethod
-    def _stored_evals(
-        s: Session, reports: list[tuple[str, str, EvalReport]]
-    ) -> dict[tuple[str, str], tuple[Event, Decision | None]]:
-        """The batch's evals already in the store (re-sent reports), with their decisions: one
-        query for the whole batch, rather than one per report."""
-        jobs = {job_id for job_id, _, _ in reports}
-        keys = {f"eval:{report.step}" for _, _, report in reports}
-        events = s.scalars(select(Event).where(Event.job_id.in_(jobs), Event.dedup.in_(keys)))
-        found = {(e.job_id, e.dedup): e for e in events}
-        decisions = {}
-        if found:
-            seqs = {e.seq for e in found.values()}
-            query = select(Decision).where(Decision.job_id.in_(jobs), Decision.event_seq.in_(seqs))
-            decisions = {(d.job_id, d.event_seq): d for d in s.scalars(query)}
-        return {k: (e, decisions.get((e.job_id, e.seq))) for k, e in found.items()}
-
-    def _ingest(
-        self,
-        s: Session,
-        job_id: str,
-        token: str,
-        report: EvalReport,
-        stored: dict[tuple[str, str], tuple[Event, Decision | None]],
-        observed: list[tuple[str, EvalReport]],
-    ) -> dict[str, Any]:
-        job = self._reporting_job(s, job_id, token)
-        active = self.active[job_id]
-        dedup = f"eval:{report.step}"
-        if (job_id, dedup) in stored:  # a re-sent report (a retry, or a resumed run replaying)
-            event, decision = stored[job_id, dedup]
-            return self._answer(job, event, decision, duplicate=True)
-        event = self.append(s, job, "eval", report.model_dump(mode="json"), dedup=dedup)
-        if report.checkpoint is not None:
-            self._add_checkpoint(s, job, report.step, report.checkpoint, self._eval_metrics(report))
-        active.eval_seqs.append(event.seq)
-        observed.append((job_id, report))
-        decision = None
-        if job.status != states.STOPPING:
-            verdict = self.rules.observe(active.rule, self._eval_event(job, report))
-            decision = self._decide(s, job, active, event, verdict)
-        stored[job_id, dedup] = (event, decision)
-        return self._answer(job, event, decision, duplicate=False)
-
-    def replay_rules(self, job_ids: set[str]) -> None:
-        """Rebuild jobs' stop-rule state from the store (after a batch that did not commit had
-        already shown its evals to the rules)."""
-        with self.store.transaction() as s:
-            for job_id in job_ids:
-                active = self.active.get(job_id)
-                if active is None:
-                    continue
-                self.rules.job_ended(job_id)
-                job = s.get(Job, job_id)
-                decided = set(
-                    s.scalars(select(Decision.event_seq).where(Decision.job_id == job_id))
-                )
-                evals = s.scalars(
-                    select(Event)
-                    .where(Event.job_id == job_id, Event.type == "eval")
-                    .order_by(Event.seq)
-                ).all()
-                active.eval_seqs = [e.seq for e in evals]
-                for event in evals:
-                    if event.seq in decided:
-                        report = EvalReport.model_validate(event.data)
-                        self.rules.observe(active.rule, self._eval_event(job, report))
-
-    @staticmethod
-    def _eval_event(job: Job, report: EvalReport) -> EvalEvent:
-        return EvalEvent(
-            job_id=job.id,
-            kind=job.job_kind,
-            step=report.step,
-            progress=report.progress,
-            score=report.score,
-            loss=math.nan if report.loss is None else report.loss,
-            proxy=report.proxy,
-        )
-
-    @staticmethod
-    def _eval_metrics(report: EvalReport) -> dict[str, float]:
-        metrics = {"eval": report.score, "proxy": report.proxy, "loss": report.loss}
-        return {k: v for k, v in metrics.items() if v is not None}
-
-    def _decide(
-        self, s: Session, job: Job, active: Active, event: Event, verdict: RuleDecision
-    ) -> Decision:
-        window = evidence_window(active.rule)
-        evidence = active.eval_seqs[-window:] if window else list(active.eval_seqs)
-        decision = Decision(
-            id=new_id("dec"),
-            job_id=job.id,
-            event_seq=event.seq,
-            rule=active.rule.rule,
-            params=active.rule.params.model_dump(),
-            stop=verdict.stop,
-            shadow=active.rule.shadow,
-            reason=verdict.reason,
-            evidence=evidence,
-            created_at=time.time(),
-        )
-        s.add(decision)
-        if verdict.stop:
-            self.append(
-                s,
-                job,
-                "decision",
-                {
-                    "decision": decision.id,
-                    "rule": decision.rule,
-                    "stop": True,
-                    "reason": verdict.reason,
-                    "shadow": decision.shadow,
-                    "evidence": evidence,
-                },
-                level="warning",
-            )
-        if verdict.stop and not active.rule.shadow:
-            job.intent = active.intent = states.EARLY_STOP
-            job.stop_reason = f"{active.rule.rule}: {verdict.reason}"
-            self.set_status(s, job, states.STOPPING, job.stop_reason)
-            active.kill_at = time.time() + self.grace_s
-        return decision
-
-    @staticmethod
-    def _answer(
-        job: Job, event: Event, decision: Decision | None, duplicate: bool
-    ) -> dict[str, Any]:
-        stop = job.status == states.STOPPING
-        return {
-            "event_seq": event.seq,
-            "duplicate": duplicate,
-            "action": "stop" if stop else "continue",
-            "reason": job.stop_reason if stop else None,
-            "decision": None
-            if decision is None
-            else {
-                "id": decision.id,
-                "rule": decision.rule,
-                "stop": decision.stop,
-                "shadow": decision.shadow,
-                "reason": decision.reason,
-            },
-        }
-
-    def report_checkpoint(self, job_id: str, token: str, report: CheckpointReport) -> None:
-        with self.lock, self.store.transaction() as s:
-            job = self._reporting_job(s, job_id, token)
-            metrics = dict(report.metrics)
-            if "eval" not in metrics:  # the eval of the same step, if the job reported one
-                stored = s.scalar(
-                    select(Event).where(
-                        Event.job_id == job_id, Event.dedup == f"eval:{report.step}"
-                    )
-                )
-                if stored is not None:
-                    metrics["eval"] = stored.data["score"]
-            self._add_checkpoint(s, job, report.step, report.path, metrics)
-
-    def _add_checkpoint(
-        self, s: Session, job: Job, step: int, path: str, metrics: dict[str, float]
-    ) -> None:
-        """Record a checkpoint once per step; the best by eval score is the one delivered."""
-        if s.scalar(select(Checkpoint).where(Checkpoint.job_id == job.id, Checkpoint.step == step)):
-            return
-        active = self.active[job.id]
-        checkpoint = Checkpoint(
-            id=new_id("ckpt"),
-            job_id=job.id,
-            run_id=active.run_id or "",
-            step=step,
-            path=path,
-            metrics=metrics,
-            is_best=False,
-            created_at=time.time(),
-        )
-        s.add(checkpoint)
-        self.append(s, job, "checkpoint", {"checkpoint": checkpoint.id, "step": step, "path": path})
-        score = metrics.get("eval")
-        if score is not None and score > active.best_eval:
-            active.best_eval = score
-            s.execute(update(Checkpoint).where(Checkpoint.job_id == job.id).values(is_best=False))
-            checkpoint.is_best = True
-
     # ----- the lifecycle (called by the scheduling loop) -------------------------------------
 
     def launch(self, job_id: str) -> None:
@@ -472,15 +256,20 @@ class Platform:
         }
         directory = self.job_dir(job_id)
         (directory / jobspec.OUTPUT).mkdir(parents=True, exist_ok=True)
-        active.handle = self.executor.launch(
-            run.id,
-            jobspec.argv(job.kind, job.spec, directory),
-            env,
-            directory if job.kind == "command" else self.workdir,
-            self.log_path(job_id, attempt),
-            active.gpus,
-            active.cpus,
-        )
+        try:
+            active.handle = self.executor.launch(
+                run.id,
+                jobspec.argv(job.kind, job.spec, directory),
+                env,
+                directory if job.kind == "command" else self.workdir,
+                self.log_path(job_id, attempt),
+                active.gpus,
+                active.cpus,
+            )
+        except Exception:  # Ray refused the actor: the run is lost, as if it had died at once
+            log.exception("launching %s failed", run.id)
+            self.run_ended(job_id, None)
+            return
         self.table.start(job_id, run.started_at)
         with self.store.transaction() as s:
             self.set_status(s, s.get(Job, job_id), states.RUNNING)
@@ -503,13 +292,18 @@ class Platform:
         with self.store.transaction() as s:
             job = s.get(Job, job_id)
             run = s.get(Run, active.run_id)
-            requeue = active.intent == states.PREEMPT and exit_code != 0
-            requeue = requeue or (exit_code is None and active.intent is None)
+            lost = exit_code is None and active.intent is None
+            requeue = (active.intent == states.PREEMPT and exit_code != 0) or lost
             run.status, run.ended_at, run.exit_code = "ended", now, exit_code
             job.gpu_seconds += job.gpus * (now - run.started_at)
             run.end_reason = "lost" if exit_code is None else (active.intent or "exited")
             job.token_digest = None
-            if requeue:
+            if lost and active.attempt >= MAX_ATTEMPTS:  # its process never holds: stop trying
+                requeue = False
+                message = f"{MAX_ATTEMPTS} attempts ended with the run lost (no exit code)"
+                job.error = {"code": "run_lost", "message": message, "param": None}
+                self._finish(s, job, states.FAILED, message)
+            elif requeue:
                 reason = "preempted" if active.intent == states.PREEMPT else "run lost"
                 self.append(s, job, "state", {"status": states.PREEMPTED, "reason": reason})
                 job.intent = active.intent = None
