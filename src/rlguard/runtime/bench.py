@@ -193,6 +193,7 @@ def local_ray(num_cpus: int | None = None) -> Iterator[None]:
     started = not ray.is_initialized()
     if started:
         ray.init(
+            address="local",  # a new cluster, never one found on the host (a platform's)
             num_cpus=num_cpus,
             include_dashboard=False,
             logging_level=logging.ERROR,

@@ -16,7 +16,13 @@ from tiny_models import tiny_causal_lm
 
 @pytest.fixture(scope="module")
 def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
+    ray.init(
+        address="local",  # a new cluster, never one found on the host
+        num_cpus=2,
+        include_dashboard=False,
+        logging_level=logging.ERROR,
+        log_to_driver=False,
+    )
     yield
     ray.shutdown()
 

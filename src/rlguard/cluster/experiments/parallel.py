@@ -62,7 +62,7 @@ def _fan_out_ray(fn, items, workers, address, bar, task):  # type: ignore[no-unt
     if started_here:
         os.environ.setdefault("RAY_DEDUP_LOGS", "0")
         ray.init(
-            address=address,
+            address=address or "local",  # "local": a new cluster, never one found on the host
             num_cpus=None if address else (workers or os.cpu_count()),
             include_dashboard=False,
             logging_level=logging.ERROR,
