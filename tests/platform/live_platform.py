@@ -123,3 +123,23 @@ def new_database(postgres_url: str) -> str:
     with psycopg.connect(f"{postgres_url}/postgres", autocommit=True) as c:
         c.execute(f"CREATE DATABASE {name}")
     return f"{postgres_url}/{name}"
+
+
+def sql_engine(url: str):  # type: ignore[no-untyped-def]
+    """An SQLAlchemy engine on a server's store URL (psycopg 3 for PostgreSQL)."""
+    from sqlalchemy import create_engine
+
+    return create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+
+
+def row_counts(url: str) -> dict[str, int]:
+    """Rows of every table: a refused request must leave these exactly as they were."""
+    from sqlalchemy import inspect, text
+
+    engine = sql_engine(url)
+    try:
+        with engine.connect() as c:
+            tables = inspect(c).get_table_names()
+            return {t: c.execute(text(f'select count(*) from "{t}"')).scalar_one() for t in tables}
+    finally:
+        engine.dispose()

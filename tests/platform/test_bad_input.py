@@ -17,8 +17,7 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from live_platform import RLGUARD, LiveServer, free_port, new_database
-from sqlalchemy import create_engine, inspect, text
+from live_platform import RLGUARD, LiveServer, free_port, new_database, row_counts
 
 pytestmark = pytest.mark.ray
 
@@ -32,16 +31,6 @@ BAD_STEPS = {**NO_TASKS, "tasks": [TASK], "steps": -3}
 MISSING_FILE = {**NO_TASKS, "tasks": [TASK]}
 # B's token job: dump its environment (its job token) where the test can read it, then idle.
 ENV_JOB = 'env > "$RLGUARD_OUTPUT_DIR/env"; sleep 600'
-
-
-def row_counts(url: str) -> dict[str, int]:
-    engine = create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
-    try:
-        with engine.connect() as c:
-            tables = inspect(c).get_table_names()
-            return {t: c.execute(text(f'select count(*) from "{t}"')).scalar_one() for t in tables}
-    finally:
-        engine.dispose()
 
 
 def _http(url: str, key: str) -> httpx.Client:

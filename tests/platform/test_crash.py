@@ -8,8 +8,8 @@ import itertools
 import time
 
 import pytest
-from live_platform import curve_command
-from sqlalchemy import create_engine, text
+from live_platform import curve_command, sql_engine
+from sqlalchemy import text
 
 from rlguard.platform.ray_head import stop_local_head
 
@@ -29,7 +29,7 @@ def _wait_for_evals(client, job_ids, at_least, timeout_s=120):
 
 
 def _runs(server, job_id):
-    engine = create_engine(server.db_url.replace("postgresql://", "postgresql+psycopg://"))
+    engine = sql_engine(server.db_url)
     with engine.connect() as c:
         rows = c.execute(
             text(

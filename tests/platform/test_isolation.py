@@ -17,8 +17,8 @@ from typing import Any
 
 import httpx
 import pytest
-from live_platform import LiveServer, curve_command, free_port, new_database
-from sqlalchemy import create_engine, inspect, select, text
+from live_platform import LiveServer, curve_command, free_port, new_database, row_counts
+from sqlalchemy import select
 
 from rlguard.platform.db import ApiKey
 from rlguard.platform.keys import digest
@@ -32,20 +32,6 @@ REPORT = {"step": 999, "score": 0.0, "progress": 0.5}
 CHECKPOINT = {"step": 999, "path": "/tmp/planted"}
 # B's job: dump its environment (its job token with it) where the test can read it, then idle.
 ENV_JOB = 'env > "$RLGUARD_OUTPUT_DIR/env"; sleep 600'
-
-
-def _engine(url: str):  # type: ignore[no-untyped-def]
-    return create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
-
-
-def row_counts(url: str) -> dict[str, int]:
-    engine = _engine(url)
-    try:
-        with engine.connect() as c:
-            tables = inspect(c).get_table_names()
-            return {t: c.execute(text(f'select count(*) from "{t}"')).scalar_one() for t in tables}
-    finally:
-        engine.dispose()
 
 
 def _wait_for(what: str, check, timeout_s: float = 120.0):  # type: ignore[no-untyped-def]
