@@ -70,7 +70,8 @@ function init(args)
 end
 function request()
   step = step + 1
-  local body = string.format('{"step": %d, "score": 0.5, "progress": 0.5, "loss": 1.0}', step)
+  local body = string.format(
+    '{"step": %d, "score": %.4f, "progress": 0.5, "loss": 1.0}', step, math.random())
   return wrk.format(nil, "/v1/jobs/" .. job .. "/evals", nil, body)
 end
 done = function(summary, latency, requests)
@@ -122,10 +123,11 @@ def ingest(db: str | None, jobs: int, reporters: int, seconds: float) -> dict:
         key = json.loads(subprocess.run(make, check=True, capture_output=True).stdout)["api_key"]
         http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
         http.headers["Authorization"] = f"Bearer {key}"
-        # A job that publishes its token and then just holds its GPU (stop rule none: never
-        # stopped, so every POST is a full ingest with a decision).
+        # A job that publishes its token and then just holds its GPU, watched by a shadow
+        # EvalStop: every report is stored and decided (a stop verdict adds its decision
+        # event) but never carried out, so the job keeps reporting.
         command = 'echo "$RLGUARD_JOB_TOKEN" > "$RLGUARD_OUTPUT_DIR/token"; sleep 3600'
-        body = {"command": command, "stop_policy": {"rule": "evalstop", "k": 10**6}}
+        body = {"command": command, "stop_policy": {"rule": "evalstop", "k": 3, "shadow": True}}
         ids = [http.post("/v1/jobs", json=body).json()["id"] for _ in range(jobs)]
         tokens = []
         for job_id in ids:

@@ -74,9 +74,14 @@ def test_hacking_job_is_stopped_online_with_its_best_checkpoint(finished):
     assert job["gpu_hours_freed"] > 0
     stop = [d for d in decisions["hacking"] if d["stop"]]
     assert len(stop) == 1 and not stop[0]["shadow"]
-    by_seq = {e["seq"]: e for e in events["hacking"]}
-    assert [by_seq[s]["type"] for s in stop[0]["evidence"]] == ["eval"] * 4  # k + 1 evals
-    assert [by_seq[s]["data"]["score"] for s in stop[0]["evidence"]] == [0.6, 0.55, 0.5, 0.45]
+    rested_on = stop[0]["evidence"]
+    evidence = [
+        e["data"]["score"]
+        for e in events["hacking"]
+        if e["type"] == "eval" and rested_on["from_seq"] <= e["seq"] <= rested_on["to_seq"]
+    ]
+    assert evidence == [0.6, 0.55, 0.5, 0.45]  # k + 1 evals
+    assert rested_on["evals"] == 4 and rested_on["to_seq"] == stop[0]["event_seq"]
 
 
 def test_healthy_job_is_not_stopped_and_succeeds(finished):

@@ -118,7 +118,8 @@ class Checkpoint(Base):
 
 
 class Decision(Base):
-    """A stop rule's verdict on one eval event, with the eval events it rested on."""
+    """A stop rule's verdict on one eval event, with the eval events it rested on (`evidence`:
+    the range of the job's eval seqs, see `rules.evidence`)."""
 
     __tablename__ = "decisions"
 
@@ -130,5 +131,5 @@ class Decision(Base):
     stop: Mapped[bool] = mapped_column(Boolean)
     shadow: Mapped[bool] = mapped_column(Boolean)
     reason: Mapped[str] = mapped_column(String(200))
-    evidence: Mapped[list[Any]] = mapped_column()
+    evidence: Mapped[dict[str, Any]] = mapped_column()
     created_at: Mapped[float] = mapped_column(Float)

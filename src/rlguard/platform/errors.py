@@ -71,7 +71,8 @@ async def on_unexpected_error(request: Request, exc: Exception) -> JSONResponse:
 
 class BodyLimit:
     """Refuse bodies over `limit` bytes with a 413, whether or not Content-Length says so
-    (a chunked upload is counted as it arrives)."""
+    (a chunked upload is counted as it arrives). Not FastAPI's own `max_body_size` (0.165): it
+    answers a too-large Content-Length in plain text, not in the API's JSON error shape."""
 
     def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES) -> None:
         self.app, self.limit = app, limit

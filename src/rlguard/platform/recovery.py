@@ -14,8 +14,8 @@ import time
 from sqlalchemy import select
 
 from rlguard.platform import states
-from rlguard.platform.db import Checkpoint, Job, Run
-from rlguard.platform.reports import replay_rule_state
+from rlguard.platform.db import Job, Run
+from rlguard.platform.reports import replay_reports
 from rlguard.platform.service import Platform
 
 
@@ -34,14 +34,8 @@ def recover(platform: Platform) -> dict[str, int]:
             for run in runs:
                 if run.ended_at is not None:
                     platform.table.table.executed_s[row] += run.ended_at - run.started_at
-            for event in replay_rule_state(platform, s, job):
+            for event in replay_reports(platform, s, job):
                 platform.table.observe(job.id, event.data["progress"], event.data.get("loss"), 0.0)
-            scores = [
-                c.metrics["eval"]
-                for c in s.scalars(select(Checkpoint).where(Checkpoint.job_id == job.id))
-                if "eval" in c.metrics
-            ]
-            active.best_eval = max(scores, default=active.best_eval)
             if job.status not in states.ON_GPUS:
                 counts["queued"] += 1
                 continue

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
 
 from rlguard.cluster.events import Decision as RuleDecision
@@ -20,7 +21,7 @@ from rlguard.cluster.events import EvalEvent
 from rlguard.platform import states
 from rlguard.platform.db import Checkpoint, Decision, Event, Job
 from rlguard.platform.keys import new_id, same_digest
-from rlguard.platform.rules import evidence_window
+from rlguard.platform.rules import evidence
 from rlguard.platform.schemas import CheckpointReport, EvalReport
 from rlguard.platform.service import Active, Conflict, Platform, Unauthorized
 
@@ -38,29 +39,57 @@ def eval_event(job: Job, report: EvalReport) -> EvalEvent:
     )
 
 
-def replay_rule_state(platform: Platform, s: Session, job: Job) -> list[Event]:
-    """Rebuild a job's stop-rule state from its stored evals (those a rule decided on, in order);
-    the job's evals, for the caller's other bookkeeping."""
+def replay_reports(platform: Platform, s: Session, job: Job) -> list[Event]:
+    """Rebuild what the platform holds in memory of a job's reports from the store: its state and
+    intent, its stop rule's state (from the evals a rule decided on, in order), its evals' seqs
+    and steps, its best checkpoint's score. The job's evals, for the caller's other bookkeeping."""
     active = platform.active[job.id]
+    active.status, active.intent = job.status, job.intent  # a failed batch may have stopped it
+    if job.intent != states.EARLY_STOP:
+        active.kill_at = None
     platform.rules.job_ended(job.id)
     decided = set(s.scalars(select(Decision.event_seq).where(Decision.job_id == job.id)))
     evals = s.scalars(
         select(Event).where(Event.job_id == job.id, Event.type == "eval").order_by(Event.seq)
     ).all()
     active.eval_seqs = [e.seq for e in evals]
+    active.eval_steps = {e.data["step"] for e in evals}
     for event in evals:
         if event.seq in decided:
             report = EvalReport.model_validate(event.data)
             platform.rules.observe(active.rule, eval_event(job, report))
+    checkpoints = s.scalars(select(Checkpoint).where(Checkpoint.job_id == job.id))
+    scores = [c.metrics["eval"] for c in checkpoints if "eval" in c.metrics]
+    active.best_eval = max(scores, default=-math.inf)
     return list(evals)
+
+
+@dataclass
+class _Batch:
+    """One group commit's work: its jobs, loaded once, and the rows it appends, inserted in bulk
+    (the ORM's unit of work costs more per row than the row's own insert)."""
+
+    session: Session
+    jobs: dict[str, Job]
+    events: list[dict[str, Any]] = field(default_factory=list)
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+    decided: dict[tuple[str, int], tuple[int, dict[str, Any] | None]] = field(
+        default_factory=dict
+    )  # (job, step) -> (seq, decision) of the batch's evals, for a re-sent one in the same batch
+
+    def write(self) -> None:
+        if self.events:
+            self.session.execute(insert(Event), self.events)
+        if self.decisions:
+            self.session.execute(insert(Decision), self.decisions)
 
 
 class Reports:
     def __init__(self, platform: Platform) -> None:
         self.platform = platform
 
-    def _reporting_job(self, session: Session, job_id: str, token: str) -> Job:
-        job = session.get(Job, job_id)
+    @staticmethod
+    def _reporting_job(job: Job | None, job_id: str, token: str) -> Job:
         if job is None or job.token_digest is None or not same_digest(token, job.token_digest):
             raise Unauthorized(job_id)
         if job.status not in states.ON_GPUS:
@@ -76,17 +105,21 @@ class Reports:
         with self.platform.lock:
             try:
                 with self.platform.store.transaction() as s, s.no_autoflush:
-                    stored = self._stored_evals(s, reports)
+                    ids = {job_id for job_id, _, _ in reports}
+                    batch = _Batch(
+                        s, {j.id: j for j in s.scalars(select(Job).where(Job.id.in_(ids)))}
+                    )
                     for job_id, token, report in reports:
                         try:
-                            answer = self._ingest(s, job_id, token, report, stored, observed)
+                            answer = self._ingest(batch, job_id, token, report, observed)
                         except (Unauthorized, Conflict) as refused:
                             answer = refused
                         answers.append(answer)
-            except Exception:  # nothing was stored: the rules must forget what they saw
+                    batch.write()
+            except Exception:  # nothing was stored: forget what was seen of it
                 with self.platform.store.transaction() as s:
                     for job_id in {job_id for job_id, _ in observed}:
-                        replay_rule_state(self.platform, s, s.get(Job, job_id))
+                        replay_reports(self.platform, s, s.get(Job, job_id))
                 raise
             now = time.time()
             for job_id, report in observed:
@@ -94,49 +127,48 @@ class Reports:
                 self.platform.table.observe(job_id, report.progress, report.loss, executed)
         return answers
 
-    @staticmethod
-    def _stored_evals(
-        s: Session, reports: list[tuple[str, str, EvalReport]]
-    ) -> dict[tuple[str, str], tuple[Event, Decision | None]]:
-        """The batch's evals already in the store (re-sent reports), with their decisions: one
-        query for the whole batch, rather than one per report."""
-        jobs = {job_id for job_id, _, _ in reports}
-        keys = {f"eval:{report.step}" for _, _, report in reports}
-        events = s.scalars(select(Event).where(Event.job_id.in_(jobs), Event.dedup.in_(keys)))
-        found = {(e.job_id, e.dedup): e for e in events}
-        decisions = {}
-        if found:
-            seqs = {e.seq for e in found.values()}
-            query = select(Decision).where(Decision.job_id.in_(jobs), Decision.event_seq.in_(seqs))
-            decisions = {(d.job_id, d.event_seq): d for d in s.scalars(query)}
-        return {k: (e, decisions.get((e.job_id, e.seq))) for k, e in found.items()}
-
     def _ingest(
         self,
-        s: Session,
+        batch: _Batch,
         job_id: str,
         token: str,
         report: EvalReport,
-        stored: dict[tuple[str, str], tuple[Event, Decision | None]],
         observed: list[tuple[str, EvalReport]],
     ) -> dict[str, Any]:
-        job = self._reporting_job(s, job_id, token)
+        job = self._reporting_job(batch.jobs.get(job_id), job_id, token)
         active = self.platform.active[job_id]
-        dedup = f"eval:{report.step}"
-        if (job_id, dedup) in stored:  # a re-sent report (a retry, or a resumed run replaying)
-            event, decision = stored[job_id, dedup]
-            return self._answer(job, event, decision, duplicate=True)
-        event = self.platform.append(s, job, "eval", report.model_dump(mode="json"), dedup=dedup)
+        if report.step in active.eval_steps:  # a re-sent report (a retry, or a resumed run)
+            return self._answer(job, *self._stored(batch, job.id, report.step), duplicate=True)
+        event = self.platform.next_event(
+            job, "eval", report.model_dump(mode="json"), dedup=f"eval:{report.step}"
+        )
+        batch.events.append(event)
         if report.checkpoint is not None:
-            self._add_checkpoint(s, job, report.step, report.checkpoint, self._eval_metrics(report))
-        active.eval_seqs.append(event.seq)
+            metrics = self._eval_metrics(report)
+            self._add_checkpoint(batch.session, job, report.step, report.checkpoint, metrics)
+        active.eval_seqs.append(event["seq"])
+        active.eval_steps.add(report.step)
         observed.append((job_id, report))
         decision = None
         if job.status != states.STOPPING:
             verdict = self.platform.rules.observe(active.rule, eval_event(job, report))
-            decision = self._decide(s, job, active, event, verdict)
-        stored[job_id, dedup] = (event, decision)
-        return self._answer(job, event, decision, duplicate=False)
+            decision = self._decide(batch, job, active, event["seq"], verdict)
+        batch.decided[job_id, report.step] = (event["seq"], decision)
+        return self._answer(job, event["seq"], decision, duplicate=False)
+
+    @staticmethod
+    def _stored(batch: _Batch, job_id: str, step: int) -> tuple[int, dict[str, Any] | None]:
+        """The seq and decision of the eval of `step`, stored or earlier in this batch."""
+        if (job_id, step) in batch.decided:
+            return batch.decided[job_id, step]
+        s = batch.session
+        seq = s.scalar(
+            select(Event.seq).where(Event.job_id == job_id, Event.dedup == f"eval:{step}")
+        )
+        decision = s.scalar(
+            select(Decision).where(Decision.job_id == job_id, Decision.event_seq == seq)
+        )
+        return seq, None if decision is None else Reports._summary(vars(decision))
 
     @staticmethod
     def _eval_metrics(report: EvalReport) -> dict[str, float]:
@@ -144,69 +176,56 @@ class Reports:
         return {k: v for k, v in metrics.items() if v is not None}
 
     def _decide(
-        self, s: Session, job: Job, active: Active, event: Event, verdict: RuleDecision
-    ) -> Decision:
-        window = evidence_window(active.rule)
-        evidence = active.eval_seqs[-window:] if window else list(active.eval_seqs)
-        decision = Decision(
-            id=new_id("dec"),
-            job_id=job.id,
-            event_seq=event.seq,
-            rule=active.rule.rule,
-            params=active.rule.params.model_dump(),
-            stop=verdict.stop,
-            shadow=active.rule.shadow,
-            reason=verdict.reason,
-            evidence=evidence,
-            created_at=time.time(),
-        )
-        s.add(decision)
+        self, batch: _Batch, job: Job, active: Active, seq: int, verdict: RuleDecision
+    ) -> dict[str, Any]:
+        decision = {
+            "id": new_id("dec"),
+            "job_id": job.id,
+            "event_seq": seq,
+            "rule": active.rule.rule,
+            "params": active.rule.params.model_dump(),
+            "stop": verdict.stop,
+            "shadow": active.rule.shadow,
+            "reason": verdict.reason,
+            "evidence": evidence(active.rule, active.eval_seqs),
+            "created_at": time.time(),
+        }
+        batch.decisions.append(decision)
         if verdict.stop:
-            self.platform.append(
-                s,
-                job,
-                "decision",
-                {
-                    "decision": decision.id,
-                    "rule": decision.rule,
-                    "stop": True,
-                    "reason": verdict.reason,
-                    "shadow": decision.shadow,
-                    "evidence": evidence,
-                },
-                level="warning",
-            )
+            keys = ("rule", "stop", "reason", "shadow", "evidence")
+            data = {"decision": decision["id"], **{k: decision[k] for k in keys}}
+            batch.events.append(self.platform.next_event(job, "decision", data, "warning"))
         if verdict.stop and not active.rule.shadow:
             job.intent = active.intent = states.EARLY_STOP
             job.stop_reason = f"{active.rule.rule}: {verdict.reason}"
-            self.platform.set_status(s, job, states.STOPPING, job.stop_reason)
+            self.platform.set_status(batch.session, job, states.STOPPING, job.stop_reason)
             active.kill_at = time.time() + self.platform.grace_s
-        return decision
+        return self._summary(decision)
+
+    @staticmethod
+    def _summary(decision: dict[str, Any]) -> dict[str, Any]:
+        """A decision as a job's report is answered with it."""
+        return {k: decision[k] for k in ("id", "rule", "stop", "shadow", "reason")}
 
     @staticmethod
     def _answer(
-        job: Job, event: Event, decision: Decision | None, duplicate: bool
+        job: Job, seq: int, decision: dict[str, Any] | None, duplicate: bool
     ) -> dict[str, Any]:
-        stop = job.status == states.STOPPING
+        # A job stopping for good (an early stop, a cancel) is told to stop at this eval; a job
+        # being preempted is not: its SIGTERM makes it checkpoint and exit as preempted, and it is
+        # requeued, whereas a job that stopped on this answer would exit 0 and count as done.
+        stop = job.status == states.STOPPING and job.intent != states.PREEMPT
         return {
-            "event_seq": event.seq,
+            "event_seq": seq,
             "duplicate": duplicate,
             "action": "stop" if stop else "continue",
             "reason": job.stop_reason if stop else None,
-            "decision": None
-            if decision is None
-            else {
-                "id": decision.id,
-                "rule": decision.rule,
-                "stop": decision.stop,
-                "shadow": decision.shadow,
-                "reason": decision.reason,
-            },
+            "decision": decision,
         }
 
     def checkpoint(self, job_id: str, token: str, report: CheckpointReport) -> None:
         with self.platform.lock, self.platform.store.transaction() as s:
-            job = self._reporting_job(s, job_id, token)
+            job = self._reporting_job(s.get(Job, job_id), job_id, token)
             metrics = dict(report.metrics)
             if "eval" not in metrics:  # the eval of the same step, if the job reported one
                 stored = s.scalar(
@@ -236,9 +255,8 @@ class Reports:
             created_at=time.time(),
         )
         s.add(checkpoint)
-        self.platform.append(
-            s, job, "checkpoint", {"checkpoint": checkpoint.id, "step": step, "path": path}
-        )
+        data = {"checkpoint": checkpoint.id, "step": step, "path": path}
+        self.platform.append(s, job, "checkpoint", data)
         score = metrics.get("eval")
         if score is not None and score > active.best_eval:
             active.best_eval = score

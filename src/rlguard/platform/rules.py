@@ -72,7 +72,11 @@ class StopRules:
             scheduler.job_ended(job_id)
 
 
-def evidence_window(job_rule: JobRule) -> int | None:
-    """How many of a job's latest evals a decision rests on: EvalStop compares k + 1 of them
-    (k declines); the other rules read the whole history (None)."""
-    return job_rule.params.k + 1 if job_rule.rule == "evalstop" else None
+def evidence(job_rule: JobRule, eval_seqs: list[int]) -> dict[str, int]:
+    """The eval events a decision rests on, as the range of the job's eval seqs it spans: EvalStop
+    compares its last k + 1 evals (k declines); the other rules read the whole history. A range
+    keeps a decision's size constant however long the history is; the evals are the job's eval
+    events with seq from `from_seq` to `to_seq`."""
+    window = job_rule.params.k + 1 if job_rule.rule == "evalstop" else len(eval_seqs)
+    first = max(len(eval_seqs) - window, 0)
+    return {"from_seq": eval_seqs[first], "to_seq": eval_seqs[-1], "evals": len(eval_seqs) - first}

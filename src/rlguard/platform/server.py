@@ -9,6 +9,7 @@ killed server leaves the head and its jobs running, and the next start reattache
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -112,6 +113,11 @@ def serve(cfg: ServeConfig) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     platform, loop, ingest = start_platform(cfg)
     app = create_app(platform, ingest)
+    # What the server has built so far (Ray, torch, SQLAlchemy, the app) lives as long as it
+    # does: out of the collector's sight, a full collection no longer walks it. Measured under
+    # load (benchmarks/bench_platform.py, 16 reporters): 8 full collections in 10 s, each
+    # stalling every request for 107-140 ms, made the p99 of eval reports 116 ms instead of 14.
+    gc.freeze()
     server = uvicorn.Server(uvicorn.Config(app, host=cfg.host, port=cfg.port, log_level="warning"))
     log.info("serving on %s (policy %s)", cfg.url, platform.rules.scheduler.name)
     try:

@@ -76,6 +76,7 @@ class Active:
     handle: RunHandle | None = None
     kill_at: float | None = None  # when a job told to stop is SIGTERMed if still running
     eval_seqs: list[int] = field(default_factory=list)
+    eval_steps: set[int] = field(default_factory=set)  # the steps whose evals are stored
     best_eval: float = -math.inf
     queue_position: int | None = None
 
@@ -110,26 +111,27 @@ class Platform:
         return self.job_dir(job_id) / "logs" / f"attempt-{attempt}.log"
 
     @staticmethod
-    def append(
-        session: Session,
-        job: Job,
-        type_: str,
-        data: dict[str, Any],
-        level: str = "info",
-        dedup: str | None = None,
-    ) -> Event:
-        """A job's next event. Its seq comes from the job row, which only this process writes,
-        and only under `self.lock`: one writer at a time, so seqs never collide."""
+    def next_event(
+        job: Job, type_: str, data: dict[str, Any], level: str = "info", dedup: str | None = None
+    ) -> dict[str, Any]:
+        """A job's next event, as a row. Its seq comes from the job row, which only this process
+        writes, and only under `self.lock`: one writer at a time, so seqs never collide."""
         job.last_seq += 1
-        event = Event(
-            job_id=job.id,
-            seq=job.last_seq,
-            created_at=time.time(),
-            level=level,
-            type=type_,
-            data=data,
-            dedup=dedup,
-        )
+        return {
+            "job_id": job.id,
+            "seq": job.last_seq,
+            "created_at": time.time(),
+            "level": level,
+            "type": type_,
+            "data": data,
+            "dedup": dedup,
+        }
+
+    @classmethod
+    def append(
+        cls, session: Session, job: Job, type_: str, data: dict[str, Any], level: str = "info"
+    ) -> Event:
+        event = Event(**cls.next_event(job, type_, data, level))
         session.add(event)
         return event
 

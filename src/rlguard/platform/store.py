@@ -13,7 +13,7 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import Session, sessionmaker
@@ -53,13 +53,18 @@ def open_engine(url: str) -> Engine:
     raise InputError(f"option --db: use sqlite:/// or postgresql:// (got {url!r})")
 
 
-def migrate(engine: Engine) -> None:
-    """Bring the schema to the newest alembic revision (a no-op when it is there already)."""
+def alembic_config(connection: Connection) -> Config:
+    """Alembic's configuration for the platform's migrations, run on `connection`."""
     cfg = Config()
     cfg.set_main_option("script_location", str(files("rlguard.platform") / "migrations"))
+    cfg.attributes["connection"] = connection
+    return cfg
+
+
+def migrate(engine: Engine, revision: str = "head") -> None:
+    """Bring the schema to `revision`, the newest by default (a no-op when it is there already)."""
     with engine.begin() as connection:
-        cfg.attributes["connection"] = connection
-        command.upgrade(cfg, "head")
+        command.upgrade(alembic_config(connection), revision)
 
 
 class Store:

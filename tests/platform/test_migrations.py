@@ -1,0 +1,57 @@
+"""The store's migrations on SQLite and PostgreSQL: 0002 turns a decision's listed evidence into
+the range of eval seqs it spans, and back."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from alembic import command
+from sqlalchemy import text
+
+from rlguard.platform.store import alembic_config, migrate, open_engine
+
+
+def _decision_evidence(engine) -> object:
+    with engine.connect() as connection:
+        value = connection.execute(text("SELECT evidence FROM decisions")).scalar_one()
+    return json.loads(value) if isinstance(value, str) else value  # SQLite: JSON as text
+
+
+def test_evidence_list_becomes_a_range_and_back(store_url, tmp_path):
+    engine = open_engine(store_url or f"sqlite:///{tmp_path / 'platform.db'}")
+    migrate(engine, "0001")
+    now = time.time()
+    with engine.begin() as c:
+        c.execute(text("INSERT INTO tenants VALUES ('t-1', 'a', 1, 1.0, :now)"), {"now": now})
+        c.execute(
+            text(
+                "INSERT INTO jobs (id, tenant_id, kind, job_kind, spec, gpus, cpus, estimate_s,"
+                " stop_policy, status, last_seq, gpu_seconds, gpu_hours_freed, created_at)"
+                " VALUES ('job-1', 't-1', 'command', 'rlhf', '{}', 1, 1, 1, '{}', 'running',"
+                " 5, 0, 0, :now)"
+            ),
+            {"now": now},
+        )
+        # evals at seqs 2, 3 and 5; a checkpoint event between them
+        for seq, type_ in [(1, "state"), (2, "eval"), (3, "eval"), (4, "checkpoint"), (5, "eval")]:
+            c.execute(
+                text(
+                    "INSERT INTO events (job_id, seq, created_at, level, type, data)"
+                    " VALUES ('job-1', :seq, :now, 'info', :type, '{}')"
+                ),
+                {"seq": seq, "type": type_, "now": now},
+            )
+        c.execute(
+            text(
+                "INSERT INTO decisions VALUES ('dec-1', 'job-1', 5, 'evalstop', '{}', true,"
+                " false, '2 declines', '[2, 3, 5]', :now)"
+            ),
+            {"now": now},
+        )
+    migrate(engine)
+    assert _decision_evidence(engine) == {"from_seq": 2, "to_seq": 5, "evals": 3}
+    with engine.begin() as connection:
+        command.downgrade(alembic_config(connection), "0001")
+    assert _decision_evidence(engine) == [2, 3, 5]
+    engine.dispose()

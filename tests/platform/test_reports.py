@@ -1,0 +1,119 @@
+"""The eval report path in process (a store on SQLite, no Ray: a recording executor): what a
+report is answered, re-sent reports, a batch that fails to commit, and a decision's evidence."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+from sqlalchemy import func, select
+
+from rlguard.cluster.registry import RuleParams
+from rlguard.platform import reports as reports_module
+from rlguard.platform.db import Decision, Event, Tenant
+from rlguard.platform.reports import Reports
+from rlguard.platform.rules import StopRules
+from rlguard.platform.schemas import EvalReport, JobCreate
+from rlguard.platform.server import build_policy
+from rlguard.platform.service import Platform
+from rlguard.platform.store import Store
+from rlguard.platform.tenants import create_tenant
+
+
+@dataclass
+class RecordingExecutor:
+    """Stands in for Ray: records what the platform asks of it."""
+
+    env: dict[str, dict[str, str]] = field(default_factory=dict)
+    stopped: list[str] = field(default_factory=list)
+
+    def capacity(self) -> int:
+        return 2
+
+    def launch(self, run_id, argv, env, cwd, log_path, gpus, cpus):  # type: ignore[no-untyped-def]
+        self.env[env["RLGUARD_JOB_ID"]] = env
+        return run_id
+
+    def stop(self, handle, grace_s) -> None:  # type: ignore[no-untyped-def]
+        self.stopped.append(handle)
+
+
+@pytest.fixture
+def platform(tmp_path) -> Platform:
+    store = Store(f"sqlite:///{tmp_path / 'platform.db'}")
+    rules = StopRules(build_policy("fifo", {}), "evalstop", RuleParams(k=2, min_delta=0, warmup=0))
+    yield Platform(store, RecordingExecutor(), rules, tmp_path, "http://127.0.0.1:1")  # type: ignore[arg-type]
+    store.close()
+
+
+def _running_job(platform: Platform, **stop_policy) -> tuple[str, str]:
+    tenant_id, _ = create_tenant(platform.store, "acme", 2)
+    with platform.store.transaction() as s:
+        tenant = s.get(Tenant, tenant_id)
+    body = {"command": "true", "stop_policy": stop_policy}
+    job_id = platform.submit(tenant, JobCreate.model_validate(body))
+    platform.launch(job_id)
+    return job_id, platform.executor.env[job_id]["RLGUARD_JOB_TOKEN"]
+
+
+def _report(reports: Reports, job_id: str, token: str, *scores_at: tuple[int, float]) -> list:
+    batch = [(job_id, token, EvalReport(step=s, score=x, progress=0.1)) for s, x in scores_at]
+    return reports.evals(batch)
+
+
+def test_only_a_job_stopping_for_good_is_told_to_stop(platform):
+    reports = Reports(platform)
+    job_id, token = _running_job(platform)
+    assert _report(reports, job_id, token, (1, 0.5))[0]["action"] == "continue"
+    platform.preempt(job_id)  # its SIGTERM preempts it; an answer to stop would end it for good
+    assert platform.executor.stopped
+    assert _report(reports, job_id, token, (2, 0.6))[0]["action"] == "continue"
+    platform.cancel(job_id)
+    answer = _report(reports, job_id, token, (3, 0.7))[0]
+    assert answer["action"] == "stop"
+
+
+def test_a_resent_eval_is_stored_once_and_answered_as_before(platform):
+    reports = Reports(platform)
+    job_id, token = _running_job(platform)
+    first, again_in_batch = _report(reports, job_id, token, (1, 0.5), (1, 0.5))
+    (again_later,) = _report(reports, job_id, token, (1, 0.5))
+    assert not first["duplicate"] and again_in_batch["duplicate"] and again_later["duplicate"]
+    for answer in (again_in_batch, again_later):
+        assert answer["event_seq"] == first["event_seq"]
+        assert answer["decision"] == first["decision"]
+    with platform.store.transaction() as s:
+        evals = s.scalar(select(func.count()).where(Event.job_id == job_id, Event.type == "eval"))
+        decisions = s.scalar(select(func.count()).select_from(Decision))
+    assert (evals, decisions) == (1, 1)
+
+
+def test_a_batch_that_fails_to_commit_leaves_the_rule_as_it_was(platform, monkeypatch):
+    reports = Reports(platform)
+    job_id, token = _running_job(platform)  # EvalStop: k = 2, no warm-up
+    _report(reports, job_id, token, (1, 0.5), (2, 0.4))  # one decline
+    with monkeypatch.context() as m:
+        m.setattr(reports_module._Batch, "write", lambda self: 1 / 0)
+        with pytest.raises(ZeroDivisionError):
+            _report(reports, job_id, token, (3, 0.3))  # the second decline: would stop
+    active = platform.active[job_id]
+    assert (active.status, active.intent, active.kill_at) == ("running", None, None)
+    # The failed eval is not a re-sent one and its decline was forgotten: a rise now continues.
+    answer = _report(reports, job_id, token, (3, 0.45))[0]
+    assert not answer["duplicate"] and answer["action"] == "continue"
+    assert _report(reports, job_id, token, (4, 0.44), (5, 0.43))[-1]["action"] == "stop"
+
+
+@pytest.mark.parametrize(("rule", "evals"), [("evalstop", 3), ("patience", 6)])
+def test_evidence_is_the_range_of_evals_a_decision_rests_on(platform, rule, evals):
+    reports = Reports(platform)
+    job_id, token = _running_job(platform, rule=rule)
+    answers = _report(reports, job_id, token, *[(s, s / 10) for s in range(1, 7)])  # no stop
+    with platform.store.transaction() as s:
+        last = s.scalar(select(Decision).where(Decision.event_seq == answers[-1]["event_seq"]))
+        seqs = s.scalars(
+            select(Event.seq)
+            .where(Event.job_id == job_id, Event.type == "eval")
+            .order_by(Event.seq)
+        ).all()
+    assert last.evidence == {"from_seq": seqs[-evals], "to_seq": seqs[-1], "evals": evals}
