@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench train-example clean
+.PHONY: demo test lint bench train-example clean ui-vendor
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,3 +36,11 @@ train-example: $(STAMP)
 
 clean:
 	rm -rf $(VENV) runs
+
+# The dashboard's chart library, vendored (built) from the npm registry: the page works offline
+# and the package needs no JavaScript build step.
+UPLOT := 1.6.32
+ui-vendor:
+	tmp=$$(mktemp -d) && cd $$tmp && npm pack uplot@$(UPLOT) --silent && tar xzf uplot-$(UPLOT).tgz \
+	&& cp package/dist/uPlot.iife.min.js package/dist/uPlot.min.css $(CURDIR)/src/rlguard/platform/static/vendor/ \
+	&& cp package/LICENSE $(CURDIR)/src/rlguard/platform/static/vendor/uPlot.LICENSE

@@ -29,9 +29,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def curve_command(scores: list[float], pause_s: float = 0.2) -> str:
-    """A command job that reports `scores` as its eval curve (tests/platform/curve_job.py)."""
-    return f"{sys.executable} {CURVE_JOB} {','.join(map(str, scores))} {pause_s}"
+def curve_command(scores: list[float], pause_s: float = 0.2, hacked: bool = False) -> str:
+    """A command job that reports `scores` as its eval curve (tests/platform/curve_job.py);
+    `hacked`: with a proxy reward that keeps rising, and a KL."""
+    scores_csv = ",".join(map(str, scores))
+    return f"{sys.executable} {CURVE_JOB} {scores_csv} {pause_s}{' hacked' if hacked else ''}"
 
 
 @dataclass

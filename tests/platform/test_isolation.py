@@ -10,6 +10,7 @@ An admin key sees both tenants' jobs.
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
 from collections.abc import Iterator
@@ -216,6 +217,32 @@ def test_another_tenants_job_is_not_listed(world):
     assert all(entry["tenant"] == world["b_tenant"] for entry in cluster.json()["queue"])
 
 
+def _streamed_jobs(client: httpx.Client, path: str, events: int) -> set[str]:
+    """The jobs of the first `events` server-sent events of `path`."""
+    jobs: set[str] = set()
+    with client.stream("GET", path) as response:
+        assert response.status_code == 200
+        for line in response.iter_lines():
+            if line.startswith("data:"):
+                jobs.add(json.loads(line[5:])["job"])
+                events -= 1
+                if not events:
+                    return jobs
+    return jobs
+
+
+def test_the_event_feed_holds_only_the_callers_jobs(world):
+    b, admin = world["b"], world["admin"]
+    for order in ("asc", "desc"):
+        feed = b.get("/v1/events", params={"limit": 1000, "order": order})
+        _no_leak(world, feed)
+        assert {e["job"] for e in feed.json()["data"]} == {world["b_job"]}
+    b_events = len(b.get("/v1/events", params={"limit": 1000}).json()["data"])
+    assert _streamed_jobs(b, "/v1/events?stream=true", b_events) == {world["b_job"]}
+    everything = admin.get("/v1/events", params={"limit": 1000}).json()["data"]
+    assert {world["a_job"], world["b_job"]} <= {e["job"] for e in everything}
+
+
 def test_usage_shows_only_the_callers_tenant(world):
     response = world["b"].get("/v1/usage")
     assert response.status_code == 200
@@ -248,6 +275,7 @@ def test_bad_keys_are_refused_as_unknown(world, key):
             ("GET", "/v1/jobs"),
             ("GET", f"/v1/jobs/{world['a_job']}"),
             ("GET", f"/v1/jobs/{world['a_job']}/events?stream=true"),
+            ("GET", "/v1/events?stream=true"),
             ("POST", f"/v1/jobs/{world['a_job']}/cancel"),
             ("GET", "/v1/usage"),
         ):

@@ -108,7 +108,10 @@ def demo(
             name: Client(url, create_tenant(store, name, quota)[1])
             for name, quota in TENANTS.items()
         }
+        _, operator_key = create_tenant(store, "operator", 0, admin=True)  # sees every job
         store.close()
+        if not json_out:
+            console.print(f"dashboard: {url}/ (sign in with the operator's key {operator_key})")
         submitted = []
         for tenant, method in JOBS:
             command = (
@@ -144,7 +147,9 @@ def demo(
         if failed:
             raise RuntimeError(f"demo jobs failed: {failed}; logs under {data / 'jobs'}")
         if keep_serving:
-            console.print(f"serving on {url} (Ctrl-C stops it)")
+            console.print(
+                f"serving on {url}: dashboard at {url}/, key {operator_key} (Ctrl-C stops it)"
+            )
             server.wait()
     except KeyboardInterrupt:
         pass
@@ -162,4 +167,4 @@ def _print(rows: list[dict[str, Any]], url: str) -> None:
     for row in rows:
         table.add_row(*("" if row[c] is None else str(row[c]) for c in COLUMNS))
     Console(width=max(Console().width, 160)).print(table)
-    print(f"platform API: {url} (OpenAPI schema at {url}/openapi.json)")
+    print(f"dashboard: {url}/   API: {url}/v1 (OpenAPI schema at {url}/openapi.json)")

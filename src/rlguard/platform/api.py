@@ -23,6 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rlguard.errors import InputError
 from rlguard.platform import states
+from rlguard.platform.dashboard import mount_dashboard
 from rlguard.platform.db import ApiKey, Checkpoint, Decision, Event, Job, Run, Tenant
 from rlguard.platform.errors import (
     ApiError,
@@ -127,8 +128,28 @@ def _job_views(s: Session, platform: Platform, jobs: list[Job]) -> list[dict[str
         .tuples()
         .all()
     )
+    owners = {j.tenant_id for j in jobs}
+    names = dict(s.execute(select(Tenant.id, Tenant.name).where(Tenant.id.in_(owners))).all())
+    last = (
+        select(Event.job_id, func.max(Event.seq).label("seq"))
+        .where(Event.job_id.in_(ids), Event.type == "eval")
+        .group_by(Event.job_id)
+        .subquery()
+    )
+    on_last = (Event.job_id == last.c.job_id) & (Event.seq == last.c.seq)
+    latest = {e.job_id: e.data for e in s.scalars(select(Event).join(last, on_last))}
     positions = {j: a.queue_position for j, a in platform.active.items()}
-    return [job_view(j, best.get(j.id), positions.get(j.id), attempts.get(j.id, 0)) for j in jobs]
+    return [
+        job_view(
+            j,
+            names[j.tenant_id],
+            best.get(j.id),
+            latest.get(j.id),
+            positions.get(j.id),
+            attempts.get(j.id, 0),
+        )
+        for j in jobs
+    ]
 
 
 def create_app(platform: Platform, ingest: EvalIngest) -> FastAPI:
@@ -139,6 +160,7 @@ def create_app(platform: Platform, ingest: EvalIngest) -> FastAPI:
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
     app.add_exception_handler(Exception, on_unexpected_error)
+    mount_dashboard(app)
 
     @app.post("/v1/jobs", status_code=201)
     def submit(body: JobCreate, who: Submitter) -> dict[str, Any]:
@@ -205,21 +227,58 @@ def create_app(platform: Platform, ingest: EvalIngest) -> FastAPI:
             if not stream:
                 found = _events(s, job_id, after, limit + 1)
                 return page([event_view(e) for e in found[:limit]], len(found) > limit)
-        return EventSourceResponse(_stream(job_id, after))
 
-    async def _stream(job_id: str, after: int):  # type: ignore[no-untyped-def]
-        """Server-sent events: every event after the cursor, then new ones as they are stored,
-        until the job has finished and everything was sent. `id:` is the seq (Last-Event-ID)."""
-        cursor = after
-        while True:
+        def poll(cursor: int) -> tuple[list[tuple[int, dict[str, Any]]], bool]:
             with platform.store.transaction() as s:
                 found = _events(s, job_id, cursor, MAX_PAGE)
                 finished = s.get(Job, job_id).status in states.TERMINAL
-                views = [event_view(e) for e in found]
-            for view in views:
-                cursor = view["seq"]
+                return [(e.seq, event_view(e)) for e in found], finished
+
+        return EventSourceResponse(_sse(poll, after))
+
+    def _feed(
+        s: Session, who: Caller, after: int, limit: int, newest_first: bool = False
+    ) -> list[Event]:
+        query = select(Event)
+        if not who.admin:
+            query = query.join(Job, Job.id == Event.job_id).where(Job.tenant_id == who.tenant.id)
+        if newest_first:
+            query = query.where(Event.id < after) if after else query
+            return s.scalars(query.order_by(Event.id.desc()).limit(limit)).all()
+        return s.scalars(query.where(Event.id > after).order_by(Event.id).limit(limit)).all()
+
+    @app.get("/v1/events", response_model=None)
+    def feed(
+        who: Reader,
+        after: Annotated[int, Query(ge=0)] = 0,
+        limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
+        order: Literal["asc", "desc"] = "asc",
+        stream: bool = False,
+    ) -> dict[str, Any] | EventSourceResponse:
+        """Every visible job's events in the order they were stored (cursor: the event's `id`):
+        how a dashboard follows all its jobs with one stream. `order=desc` pages back from the
+        newest (`after`: below this id); `limit=1` of it is where a stream starts "from now"."""
+        if not stream:
+            with platform.store.transaction() as s:
+                found = _feed(s, who, after, limit + 1, newest_first=order == "desc")
+                return page([event_view(e) for e in found[:limit]], len(found) > limit)
+
+        def poll(cursor: int) -> tuple[list[tuple[int, dict[str, Any]]], bool]:
+            with platform.store.transaction() as s:
+                return [(e.id, event_view(e)) for e in _feed(s, who, cursor, MAX_PAGE)], False
+
+        return EventSourceResponse(_sse(poll, after))
+
+    async def _sse(poll, after: int):  # type: ignore[no-untyped-def]
+        """Server-sent events: every event after the cursor, then new ones as they are stored,
+        until `poll` says no more can come and everything was sent. `id:` is the cursor (the
+        Last-Event-ID a client resumes from)."""
+        cursor = after
+        while True:
+            found, finished = await asyncio.to_thread(poll, cursor)
+            for cursor, view in found:
                 yield {"id": str(cursor), "event": view["type"], "data": _json(view)}
-            if finished and not views:
+            if finished and not found:
                 return
             await asyncio.sleep(SSE_POLL_S)
 
@@ -279,7 +338,8 @@ def create_app(platform: Platform, ingest: EvalIngest) -> FastAPI:
     @app.get("/v1/usage")
     def usage(who: Reader) -> dict[str, Any]:
         with platform.store.transaction() as s:
-            return usage_view(s, platform, s.get(Tenant, who.tenant.id))
+            view = usage_view(s, platform, s.get(Tenant, who.tenant.id))
+        return {**view, "key_scopes": sorted(who.scopes)}  # what the caller's key may do
 
     @app.get("/v1/cluster")
     def cluster(who: Reader) -> dict[str, Any]:

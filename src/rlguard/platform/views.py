@@ -13,7 +13,12 @@ def stamp(t: float | None) -> int | None:
 
 
 def job_view(
-    job: Job, best: Checkpoint | None, queue_position: int | None, attempts: int
+    job: Job,
+    tenant_name: str,
+    best: Checkpoint | None,
+    latest_eval: dict[str, Any] | None,
+    queue_position: int | None,
+    attempts: int,
 ) -> dict[str, Any]:
     body = (
         {"config": job.spec["config"]} if job.kind == "train" else {"command": job.spec["command"]}
@@ -22,6 +27,7 @@ def job_view(
         "object": "job",
         "id": job.id,
         "tenant": job.tenant_id,
+        "tenant_name": tenant_name,
         "kind": job.kind,
         "job_kind": job.job_kind,
         **body,
@@ -32,6 +38,7 @@ def job_view(
         "stop_policy": job.stop_policy,
         "stop_reason": job.stop_reason,
         "best_checkpoint": None if best is None else checkpoint_view(best),
+        "latest_eval": latest_eval,  # the last eval report, as the job sent it
         "error": job.error,
         "queue_position": queue_position,
         "gpu_hours": round(job.gpu_seconds / 3600, 6),
@@ -46,6 +53,7 @@ def job_view(
 def event_view(event: Event) -> dict[str, Any]:
     return {
         "object": "job.event",
+        "id": event.id,  # the cursor of GET /v1/events, across jobs
         "job": event.job_id,
         "seq": event.seq,
         "created_at": event.created_at,

@@ -1,0 +1,115 @@
+"""The dashboard in a real browser: Playwright driving Debian's Chromium (headless) against a live
+`rlguard serve` on loopback. Sign-in, a refused key, the jobs table following a job's states
+without a reload, a stopped job's chart markers and evidence, and tenant isolation.
+
+Screenshots go to $RLGUARD_SCREENSHOTS when set (docs/img is made that way), else the test's
+temporary directory. CI installs Chromium (.ci/run) and fails rather than skips without it."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from live_platform import curve_command
+
+pytestmark = pytest.mark.ray
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+HACKING = [0.30, 0.40, 0.50, 0.60, 0.55, 0.50, 0.45, 0.40, 0.35, 0.30]
+TIMEOUT_MS = 60_000
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is not installed, and CI must run the dashboard's browser tests")
+        pytest.skip("Chromium not found: apt-get install chromium")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=["--no-sandbox", "--disable-background-networking"],
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    yield page
+    context.close()
+
+
+def _shots(tmp_path: Path) -> Path:
+    folder = Path(os.environ.get("RLGUARD_SCREENSHOTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _sign_in(page, url: str, key: str) -> None:
+    page.goto(url)
+    page.get_by_label("API key").fill(key)
+    page.get_by_role("button", name="Sign in").click()
+
+
+def test_a_wrong_key_is_refused_with_a_clear_message(live_server, page):
+    server = live_server("--gpus", "1")
+    _sign_in(page, server.url, "rlg_not-a-key")
+    alert = page.locator("#sign-in-error")
+    alert.wait_for()
+    assert re.search(r"This key was refused: .*key", alert.inner_text(), re.IGNORECASE)
+    assert page.locator("#jobs").count() == 0
+
+
+def test_jobs_table_follows_a_stopped_job_and_its_page_shows_why(live_server, page, tmp_path):
+    server = live_server("--gpus", "1", "--k", "3")
+    _, key = server.tenant("acme", quota_gpus=1)
+    _, rival_key = server.tenant("rival", quota_gpus=1)
+    client = server.client(key)
+    rival_job = server.client(rival_key).submit({"command": "sleep 1", "gpus": 1})
+
+    _sign_in(page, server.url, key)
+    page.locator("#jobs").wait_for()
+    job = client.submit({"command": curve_command(HACKING, 0.4, hacked=True), "gpus": 1})
+    row = page.locator(f'tr[data-job="{job["id"]}"]')
+    row.wait_for()  # appeared through the event stream, with no reload
+    seen = set()
+    for state in ("running", "early_stopped"):
+        page.locator(f'tr[data-job="{job["id"]}"][data-state="{state}"]').wait_for()
+        seen.add(state)
+    assert seen == {"running", "early_stopped"}
+    assert "evalstop" in row.locator("td.reason").inner_text()
+    assert page.locator(f'tr[data-job="{rival_job["id"]}"]').count() == 0  # another tenant's
+    page.screenshot(path=str(_shots(tmp_path) / "dashboard-jobs.png"))
+
+    row.get_by_role("link").click()
+    page.locator(".marker-stop").wait_for()
+    best = client.job(job["id"])["best_checkpoint"]["step"]
+    assert page.locator(".marker-best").get_attribute("data-step") == str(best)
+    stopped_at = int(page.locator(".marker-stop").get_attribute("data-step"))
+    assert stopped_at > best
+    evidence = page.locator("[data-decision] table.evidence tbody tr")
+    assert evidence.count() == 4  # EvalStop k = 3 rests on its last 4 evals
+    scores = [float(x) for x in evidence.locator("td:nth-child(3)").all_inner_texts()]
+    assert scores == [0.60, 0.55, 0.50, 0.45]
+    assert page.locator("#checkpoints tr[data-best]").count() == 1
+    page.screenshot(path=str(_shots(tmp_path) / "dashboard-job-stopped.png"), full_page=True)
+
+    page.goto(f"{server.url}/#/jobs/{rival_job['id']}")  # another tenant's job, by its id
+    refusal = page.locator("#view [role=alert]")
+    refusal.wait_for()
+    assert refusal.inner_text() == f"no job {rival_job['id']!r}"  # as if it did not exist
+
+    page.goto(f"{server.url}/#/cluster")
+    page.locator("#gpus-in-use").wait_for()
+    assert page.locator("#gpu-hours-freed").inner_text() != "0.0000"
+    page.screenshot(path=str(_shots(tmp_path) / "dashboard-cluster.png"), full_page=True)
