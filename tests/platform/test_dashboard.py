@@ -112,4 +112,7 @@ def test_jobs_table_follows_a_stopped_job_and_its_page_shows_why(live_server, pa
     page.goto(f"{server.url}/#/cluster")
     page.locator("#gpus-in-use").wait_for()
     assert page.locator("#gpu-hours-freed").inner_text() != "0.0000"
+    assert page.locator(f'#occupancy rect.mine.early_stop[data-job="{job["id"]}"]').count() == 1
+    assert page.locator("#occupancy rect.other").count() == 1  # the rival's run, anonymous
+    assert rival_job["id"] not in page.content()
     page.screenshot(path=str(_shots(tmp_path) / "dashboard-cluster.png"), full_page=True)

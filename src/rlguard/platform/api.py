@@ -38,7 +38,7 @@ from rlguard.platform.jobspec import input_error_field
 from rlguard.platform.keys import digest
 from rlguard.platform.schemas import CheckpointReport, EvalReport, JobCreate
 from rlguard.platform.service import Conflict, NotFound, Platform, Unauthorized
-from rlguard.platform.usage import cluster_view, usage_view
+from rlguard.platform.usage import cluster_view, occupancy_view, usage_view
 from rlguard.platform.views import checkpoint_view, decision_view, event_view, job_view, page
 
 MAX_PAGE = 1000
@@ -340,6 +340,15 @@ def create_app(platform: Platform, ingest: EvalIngest) -> FastAPI:
         with platform.store.transaction() as s:
             view = usage_view(s, platform, s.get(Tenant, who.tenant.id))
         return {**view, "key_scopes": sorted(who.scopes)}  # what the caller's key may do
+
+    @app.get("/v1/cluster/occupancy")
+    def occupancy(
+        who: Reader, window_s: Annotated[float, Query(gt=0, le=30 * 86400)] = 3600
+    ) -> dict[str, Any]:
+        """The runs that held GPUs in the last `window_s` seconds (the dashboard's timeline)."""
+        with platform.store.transaction() as s:
+            tenant = None if who.admin else who.tenant.id
+            return occupancy_view(s, tenant, time.time() - window_s)
 
     @app.get("/v1/cluster")
     def cluster(who: Reader) -> dict[str, Any]:

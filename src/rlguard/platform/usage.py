@@ -64,3 +64,30 @@ def cluster_view(platform: Platform, tenant_id: str | None) -> dict[str, Any]:
             if tenant_id is None or a.tenant_id == tenant_id
         ],
     }
+
+
+def occupancy_view(s: Session, tenant_id: str | None, since: float) -> dict[str, Any]:
+    """Which runs held GPUs since `since`: the caller's with their job, another tenant's only as
+    GPUs held (who and what stay hidden, as everywhere in the API)."""
+    rows = s.execute(
+        select(Run, Job.tenant_id, Job.gpus, Tenant.name)
+        .join(Job, Job.id == Run.job_id)
+        .join(Tenant, Tenant.id == Job.tenant_id)
+        .where((Run.ended_at.is_(None)) | (Run.ended_at >= since))
+        .order_by(Run.started_at)
+    ).all()
+    runs = []
+    for run, owner, gpus, name in rows:
+        mine = tenant_id is None or owner == tenant_id
+        runs.append(
+            {
+                "job": run.job_id if mine else None,
+                "tenant_name": name if mine else None,
+                "attempt": run.attempt if mine else None,
+                "gpus": gpus,
+                "started_at": run.started_at,
+                "ended_at": run.ended_at,
+                "end_reason": run.end_reason if mine else None,
+            }
+        )
+    return {"object": "cluster.occupancy", "since": since, "now": time.time(), "runs": runs}
