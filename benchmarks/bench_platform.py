@@ -31,7 +31,7 @@ from rlguard.io import write_json
 RLGUARD = [sys.executable, "-m", "rlguard.cli"]
 
 
-def _free_port() -> int:
+def free_port() -> int:
     import socket
 
     with socket.socket() as s:
@@ -39,7 +39,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _serve(data: Path, port: int, db: str | None, gpus: int) -> subprocess.Popen:
+def start_server(data: Path, port: int, db: str | None, gpus: int) -> subprocess.Popen:
     store = ["--data-dir", str(data), *(["--db", db] if db else [])]
     command = [*RLGUARD, "serve", "--port", str(port), "--gpus", str(gpus), *store]
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -107,8 +107,8 @@ def ingest(db: str | None, jobs: int, reporters: int, seconds: float) -> dict:
     from rlguard.platform.ray_head import stop_local_head
 
     data = Path(tempfile.mkdtemp(prefix="rlguard-bench-"))
-    port = _free_port()
-    server = _serve(data, port, db, gpus=jobs)
+    port = free_port()
+    server = start_server(data, port, db, gpus=jobs)
     try:
         make = [
             *RLGUARD,
