@@ -116,3 +116,47 @@ def test_jobs_table_follows_a_stopped_job_and_its_page_shows_why(live_server, pa
     assert page.locator("#occupancy rect.other").count() == 1  # the rival's run, anonymous
     assert rival_job["id"] not in page.content()
     page.screenshot(path=str(_shots(tmp_path) / "dashboard-cluster.png"), full_page=True)
+
+
+def test_keyboard_only_on_a_narrow_window_and_an_admin_sees_every_tenant(live_server, browser):
+    """Sign in, submit and cancel a job with the keyboard alone on a phone-wide window; the page
+    never scrolls sideways (the table does, inside its box). An admin key sees both tenants."""
+    server = live_server("--gpus", "1")
+    _, key = server.tenant("acme", quota_gpus=1)
+    _, admin_key = server.tenant("ops", quota_gpus=0, admin=True)
+    busy = server.client(key).submit({"command": "sleep 600", "gpus": 1})  # holds the GPU
+    context = browser.new_context(viewport={"width": 390, "height": 800})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(server.url)
+    page.locator("#key").wait_for()
+    assert page.evaluate("document.activeElement.id") == "key"  # focused on arrival
+    page.keyboard.type(key)
+    page.keyboard.press("Enter")
+    page.locator(f'tr[data-job="{busy["id"]}"][data-state="running"]').wait_for()
+
+    page.locator("#submit-command").focus()
+    page.keyboard.type("sleep 600")
+    page.keyboard.press("Enter")  # submits the form: queued behind the busy job
+    queued = page.locator('tr[data-state="queued"]')
+    queued.wait_for()
+    job_id = queued.get_attribute("data-job")
+    cancel = page.get_by_role("button", name=f"Cancel {job_id}")
+    for _ in range(60):  # Tab through the page until the cancel button has the focus
+        page.keyboard.press("Tab")
+        if cancel.evaluate("button => button === document.activeElement"):
+            break
+    else:
+        pytest.fail("the cancel button is not reachable with Tab")
+    page.keyboard.press("Enter")
+    page.locator(f'tr[data-job="{job_id}"][data-state="cancelled"]').wait_for()
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    context.close()
+
+    admin = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    admin.set_default_timeout(TIMEOUT_MS)
+    _sign_in(admin, server.url, admin_key)
+    admin.locator(f'tr[data-job="{busy["id"]}"]').wait_for()
+    assert "(admin)" in admin.locator("#who").inner_text()
+    assert admin.locator("#filter-tenant").is_visible()
+    admin.context.close()
