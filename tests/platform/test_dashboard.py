@@ -159,4 +159,9 @@ def test_keyboard_only_on_a_narrow_window_and_an_admin_sees_every_tenant(live_se
     admin.locator(f'tr[data-job="{busy["id"]}"]').wait_for()
     assert "(admin)" in admin.locator("#who").inner_text()
     assert admin.locator("#filter-tenant").is_visible()
+    admin.goto(f"{server.url}/#/cluster")
+    admin.locator("#usage").wait_for()
+    rows = admin.locator("#usage tbody tr")
+    assert [r.get_attribute("data-tenant") for r in rows.all()] == ["acme", "ops"]
+    assert admin.locator('#usage tr[data-tenant="acme"] td').nth(1).inner_text() == "1 of 1"
     admin.context.close()

@@ -250,6 +250,11 @@ def test_usage_shows_only_the_callers_tenant(world):
     usage = response.json()
     assert (usage["tenant"], usage["name"]) == (world["b_tenant"], "beta")
     assert usage["jobs"] == {"running": 1} and usage["gpus_in_use"] == 1
+    everyone = world["b"].get("/v1/usage/tenants")  # every tenant's usage: admin keys only
+    assert everyone.status_code == 403 and _error(everyone)["code"] == "insufficient_scope"
+    _no_leak(world, everyone)
+    listed = world["admin"].get("/v1/usage/tenants").json()["data"]
+    assert {t["name"] for t in listed} == {"alpha", "beta", "ops"}
 
 
 KEYS = ["forged", "expired", "revoked", "job_token", "none", "basic_scheme", "bearer_no_key"]

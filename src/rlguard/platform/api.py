@@ -108,6 +108,7 @@ def needs(scope: str):  # type: ignore[no-untyped-def]
 
 Reader = Annotated[Caller, Depends(needs("read"))]
 Submitter = Annotated[Caller, Depends(needs("submit"))]
+Operator = Annotated[Caller, Depends(needs("admin"))]
 
 
 def _visible_job(s: Session, job_id: str, who: Caller) -> Job:
@@ -340,6 +341,13 @@ def create_app(platform: Platform, ingest: EvalIngest) -> FastAPI:
         with platform.store.transaction() as s:
             view = usage_view(s, platform, s.get(Tenant, who.tenant.id))
         return {**view, "key_scopes": sorted(who.scopes)}  # what the caller's key may do
+
+    @app.get("/v1/usage/tenants")
+    def tenants_usage(who: Operator) -> dict[str, Any]:
+        """Every tenant's usage against its quota (admin keys only)."""
+        with platform.store.transaction() as s:
+            tenants = s.scalars(select(Tenant).order_by(Tenant.name)).all()
+            return page([usage_view(s, platform, t) for t in tenants], False)
 
     @app.get("/v1/cluster/occupancy")
     def occupancy(
