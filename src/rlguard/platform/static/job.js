@@ -93,7 +93,10 @@ function evalChart(box, evals, job, stops) {
       { label: "proxy reward", scale: "proxy", stroke: "#d1242f", width: 1.5, dash: [6, 4] },
       ...(hasKl ? [{ label: "KL", scale: "proxy", stroke: "#8250df", width: 1 }] : []),
     ],
-    hooks: { draw: [(u) => placeMarkers(u, overlay, marks)] },
+    hooks: {
+      draw: [(u) => placeMarkers(u, overlay, marks)],
+      ready: [showLatest], setCursor: [showLatest], setData: [showLatest],
+    },
   });
   let plot = new uPlot(opts(), data, box);
   const resize = () => plot.setSize({ width: Math.max(box.clientWidth, 300), height: 320 });
@@ -113,6 +116,13 @@ function evalChart(box, evals, job, stops) {
     },
     destroy() { window.removeEventListener("resize", resize); plot.destroy(); },
   };
+}
+
+// Away from the cursor the legend holds the latest eval's values (uPlot's own shows "--").
+function showLatest(u) {
+  if (u.cursor.idx === null || u.cursor.idx === undefined) {
+    if (u.data[0].length) u.setLegend({ idx: u.data[0].length - 1 }, false);
+  }
 }
 
 // Markers are elements in uPlot's overlay of the plotting area (a vertical rule and a label), so
