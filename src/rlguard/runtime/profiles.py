@@ -56,6 +56,11 @@ class TimeProfile:
     kv_capacity_tokens: int | None = Field(
         None, ge=1, description="tokens of KV cache one actor holds (None: only max_batch binds)"
     )
+    phase_switch_s: float = Field(
+        0.0, ge=0, description="per step: weights to the generation engine and its wake/sleep"
+    )
+    score_s_per_pass: float = Field(0.0, ge=0, description="fixed wall seconds per scoring pass")
+    train_s_per_update: float = Field(0.0, ge=0, description="fixed wall seconds per update")
 
     @model_validator(mode="after")
     def _decoding_takes_time(self) -> TimeProfile:

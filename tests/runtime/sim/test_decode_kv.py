@@ -152,3 +152,34 @@ def test_no_schedule_beats_the_solo_floor(k, groups, actors, seed) -> None:
         assert result.end_s >= floor - 1e-12
     longest = batch([[int(work.lengths.max())]], prompt=7)
     assert simulate_generation([[0]], longest, p, True, None).end_s == pytest.approx(floor)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 3),
+    st.integers(1, 8),
+    st.integers(1, 3),
+    st.integers(1, 6),
+    st.sampled_from([None, 60, 150, 400]),
+    st.integers(0, 2**31),
+)
+def test_an_actors_time_is_its_work_counts_times_the_profile(
+    k, groups, actors, slots, kv, seed
+) -> None:
+    # what calib/fit.py relies on: without a compute floor, an actor's time is linear in the
+    # profile's terms, with its counted steps, sequence-steps, context read and prefill
+    rng = np.random.default_rng(seed)
+    prompts = rng.integers(1, 60, size=groups)
+    work = StepBatch([str(g) for g in range(groups)], prompts, 2, rng.integers(1, 40, (groups, k)))
+    p = profile(max_batch=slots, prefill=1e-4, per_seq=2e-4, per_context=1e-5, kv=kv)
+    result = simulate_generation(equal_count_split(groups, actors), work, p, True, None)
+    for end, w in zip(result.actor_end_s, result.actor_work, strict=True):
+        linear = (
+            w.steps * p.decode_s_per_step
+            + w.seq_steps * p.decode_s_per_seq
+            + w.context_tokens * p.decode_s_per_context_token
+            + w.prefill_tokens * p.prefill_s_per_token
+        )
+        assert end == pytest.approx(linear)
+    assert sum(w.seq_steps for w in result.actor_work) == result.decode_tokens
+    assert sum(w.prefill_tokens for w in result.actor_work) == result.prefill_tokens

@@ -4,16 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from rlguard.runtime.hardware import L40S, QWEN25_7B, QWEN25_32B
 from rlguard.runtime.profiles import load_profile, shipped_profiles
-from rlguard.runtime.sim.roofline import (
-    L40S,
-    QWEN25_7B,
-    QWEN25_32B,
-    SHIPPED,
-    Assumptions,
-    derive_profile,
-    tensor_parallel,
-)
+from rlguard.runtime.sim.roofline import SHIPPED, Assumptions, derive_profile, tensor_parallel
 
 
 def test_every_shipped_profile_is_its_derivation() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cli_runner import cli
+from cli_runner import cli, one_line_exit_2
 from rlguard.runtime.profiles import load_profile
 
 KEYS = {"config", "baseline", "serverless", "speedup", "cost_cut", "ablation"}
@@ -60,13 +60,6 @@ def test_profile_and_gpus_options(monkeypatch, capsys) -> None:
     assert code == 0, out
     config = json.loads(out)["config"]
     assert config["n_gpus"] == 8 and config["profile"]["name"] == "qwen2.5-7b-h100"
-
-
-def one_line_exit_2(code: int, out: str, err: str, *needles: str) -> None:
-    assert code == 2 and out == ""
-    assert err.startswith("error:") and err.count("\n") == 1
-    for needle in needles:
-        assert needle in err
 
 
 @pytest.mark.parametrize(

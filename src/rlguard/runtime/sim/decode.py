@@ -37,6 +37,17 @@ from rlguard.runtime.profiles import TimeProfile
 from rlguard.runtime.sim.workload import StepBatch
 
 
+@dataclass(frozen=True)
+class ActorWork:
+    """What one actor's generation did, counted in steps and tokens: its time is linear in these
+    for any profile without a compute floor (calib/decode_fit.py fits that line)."""
+
+    steps: int  # decode steps
+    seq_steps: int  # sequences summed over decode steps (tokens decoded)
+    context_tokens: int  # KV-cache tokens read, summed over decode steps
+    prefill_tokens: int
+
+
 @dataclass
 class _Actor:
     queue: deque[int] = field(default_factory=deque)
@@ -52,6 +63,9 @@ class _Actor:
     epoch: int = 0
     prompt_cached: set[int] = field(default_factory=set)
     prefix_cached: bool = False
+    seq_steps: int = 0
+    context_read: int = 0
+    prefilled: int = 0
 
     @property
     def active(self) -> bool:
@@ -74,6 +88,7 @@ class GenerationResult:
     moved: int  # sequences migrated
     cuts: int  # actors released by a cut
     preempted: int  # sequences evicted from a full KV cache (and later prefilled again)
+    actor_work: list[ActorWork]
 
 
 class _Generation:
@@ -133,6 +148,7 @@ class _Generation:
             self.moved,
             self.cuts,
             self.preempted,
+            [ActorWork(x.steps, x.seq_steps, x.context_read, x.prefilled) for x in self.actors],
         )
 
     # -- KV-cache accounting -------------------------------------------------------------------
@@ -179,6 +195,7 @@ class _Generation:
             left = self.length[seq] - self.done_before[seq]
             heapq.heappush(actor.running, (actor.steps + left, seq))
         actor.clock += tokens * self.profile.prefill_s_per_token
+        actor.prefilled += tokens
         self.prefill_tokens += tokens
 
     def _steps_to_event(self, a: int) -> int:
@@ -212,7 +229,10 @@ class _Generation:
         if not actor.running:
             return False
         actor.clock = actor.clock + self._steps_s(actor, steps) if end is None else end
-        self.decode_tokens += steps * len(actor.running)
+        batch = len(actor.running)
+        self.decode_tokens += steps * batch
+        actor.seq_steps += steps * batch
+        actor.context_read += steps * actor.context + batch * steps * (steps - 1) // 2
         actor.steps += steps
         while actor.running and actor.running[0][0] == actor.steps:
             _, seq = heapq.heappop(actor.running)

@@ -16,50 +16,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from rlguard.runtime.hardware import (
+    A100,
+    GB,
+    H100,
+    L40S,
+    LLAMA31_70B,
+    QWEN25_7B,
+    QWEN25_14B,
+    QWEN25_32B,
+    GpuSpec,
+    ModelSpec,
+)
 from rlguard.runtime.profiles import TimeProfile, save_profile
-
-GB = 1e9
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    name: str
-    params: float
-    layers: int
-    kv_heads: int
-    head_dim: int
-    vocab: int
-
-    @property
-    def weight_bytes(self) -> float:
-        return 2 * self.params  # bf16
-
-    @property
-    def kv_bytes_per_token(self) -> int:
-        return 2 * self.layers * self.kv_heads * self.head_dim * 2  # K and V, bf16
-
-    def describe(self) -> str:
-        return (
-            f"{self.name} config.json: {self.params / 1e9:.2f}B params, {self.layers} layers, "
-            f"{self.kv_heads} KV heads x {self.head_dim}, vocab {self.vocab}; bf16 weights "
-            f"{self.weight_bytes / GB:.1f} GB; KV cache {self.kv_bytes_per_token} B per token "
-            f"(2 x layers x KV heads x head_dim x 2 B)"
-        )
-
-
-@dataclass(frozen=True)
-class GpuSpec:
-    name: str
-    memory_bytes: float
-    bandwidth: float  # bytes per second
-    bf16_flops: float  # dense, per second
-
-    def describe(self, tp: int) -> str:
-        return (
-            f"NVIDIA {self.name} datasheet: {self.memory_bytes / GB:.0f} GB, "
-            f"{self.bandwidth / GB:.0f} GB/s, {self.bf16_flops / 1e12:.0f} TFLOPS dense BF16; "
-            f"tensor parallel {tp}"
-        )
 
 
 @dataclass(frozen=True)
@@ -77,14 +46,6 @@ class Assumptions:
     container_start_s: float = 25.0  # REFERENCE.md s5: container + CUDA init
     load_bytes_per_s: float = 1.55 * GB  # ServerlessLLM: ~130 GB in 84 s (PyTorch/Safetensors)
 
-
-QWEN25_7B = ModelSpec("Qwen/Qwen2.5-7B", 7.61e9, 28, 4, 128, 152064)
-QWEN25_14B = ModelSpec("Qwen/Qwen2.5-14B", 14.7e9, 48, 8, 128, 152064)
-QWEN25_32B = ModelSpec("Qwen/Qwen2.5-32B", 32.5e9, 64, 8, 128, 152064)
-LLAMA31_70B = ModelSpec("meta-llama/Llama-3.1-70B", 70.6e9, 80, 8, 128, 128256)
-L40S = GpuSpec("L40S", 48 * GB, 864 * GB, 362e12)
-A100 = GpuSpec("A100 80GB SXM", 80 * GB, 2039 * GB, 312e12)
-H100 = GpuSpec("H100 SXM", 80 * GB, 3350 * GB, 989e12)
 
 SHIPPED = {
     "qwen2.5-7b-l40s": (QWEN25_7B, L40S),
@@ -113,11 +74,16 @@ def tensor_parallel(model: ModelSpec, gpu: GpuSpec, a: Assumptions) -> int:
 
 
 def derive_profile(
-    name: str, model: ModelSpec, gpu: GpuSpec, a: Assumptions | None = None
+    name: str,
+    model: ModelSpec,
+    gpu: GpuSpec,
+    a: Assumptions | None = None,
+    tp: int | None = None,
 ) -> tuple[TimeProfile, dict[str, str], dict[str, str]]:
-    """(profile, derivation per field, model/hardware description)."""
+    """(profile, derivation per field, model/hardware description); `tp` overrides the tensor
+    parallel rule (a measured run's own)."""
     a = a or Assumptions()
-    tp = tensor_parallel(model, gpu, a)
+    tp = tp or tensor_parallel(model, gpu, a)
     bw = tp * gpu.bandwidth * a.bandwidth_efficiency  # the actor's GPUs read in parallel
     flops = 2 * model.params
     weights_gb = model.weight_bytes / GB
@@ -171,6 +137,10 @@ def derive_profile(
         f"{a.activation_reserve_bytes / GB:.0f} GB activations) / {model.kv_bytes_per_token} B "
         f"per token",
     }
+    lower_bound = "0: the roofline is a lower bound; calibrated profiles (calib/) fit it"
+    derivation |= dict.fromkeys(
+        ("phase_switch_s", "score_s_per_pass", "train_s_per_update"), lower_bound
+    )
     about = {"model": model.describe(), "hardware": gpu.describe(tp)}
     return profile, derivation, about
 

@@ -5,6 +5,7 @@ then all GPUs score, then all train; the whole pool is billed for the whole step
 whether it works or waits. Prefill is shared as verl's vLLM rollout shares it: the K samples of a
 prompt are one request with `n = K` and prefix caching is on (`enable_prefix_caching=True` in
 verl's vllm_rollout_spmd.py), so a group's prompt and the system prefix are prefilled once.
+Generation starts with the phase switch (weights synced to the engine, its wake and sleep).
 """
 
 from __future__ import annotations
@@ -27,13 +28,14 @@ def serverful_step(
     assignment = equal_count_split(len(batch.keys), n_actors)
     gen = simulate_generation(assignment, batch, profile, dedup=True, tau=None)
     score, train = scoring_s(batch, profile, setup), training_s(batch, profile, setup)
-    step_s = gen.end_s + score + train
+    generation = profile.phase_switch_s + gen.end_s
+    step_s = generation + score + train
     gpu_s, usd = Meter(prices).serverful(setup.n_gpus, step_s)
     return StepReport(
         step_s=step_s,
         gpu_s=gpu_s,
         cost_usd=usd,
-        phases={"generation": gen.end_s, "scoring": score, "training": train},
+        phases={"generation": generation, "scoring": score, "training": train},
         actor_busy_s=list(gen.actor_end_s),
         actor_idle_s=[gen.end_s - end for end in gen.actor_end_s],
         prefill_tokens=gen.prefill_tokens,

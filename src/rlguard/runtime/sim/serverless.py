@@ -80,7 +80,12 @@ class ServerlessSim:
             workers=self.workers,
         ).run()
         train = training_s(batch, self.profile, self.setup)
-        step_s = tail.scoring_end_s + train
+        # fixed costs both executors pay, on every held worker: the weight sync into the
+        # generation engine and each scoring pass's own start (sim/phases.py)
+        fixed = self.profile.phase_switch_s + self.setup.scoring_passes() * (
+            self.profile.score_s_per_pass
+        )
+        step_s = fixed + tail.scoring_end_s + train
         meter.close(step_s)
         gpu_s, usd = meter.serverless()
         hidden = sum(float(group_gpu_s[g]) for g in tail.tail_scored)
@@ -89,7 +94,7 @@ class ServerlessSim:
             gpu_s=gpu_s,
             cost_usd=usd,
             phases={
-                "generation": gen.end_s,
+                "generation": self.profile.phase_switch_s + gen.end_s,
                 "startup_wait": tail.scoring_start_s - gen.end_s,
                 "scoring": tail.scoring_end_s - tail.scoring_start_s,
                 "scoring_overlapped": hidden / self.setup.n_gpus,

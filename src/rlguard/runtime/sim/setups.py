@@ -17,10 +17,6 @@ from rlguard.errors import InputError
 from rlguard.runtime.profiles import TimeProfile
 from rlguard.runtime.sim.workload import LengthModel
 
-# Model passes per step (verl): GRPO scores with the reference model and recomputes the policy's
-# old log-probs, then updates the policy; PPO adds the critic's values and the critic's update.
-PASSES = {"grpo": {"score": 2, "train": 1}, "ppo": {"score": 3, "train": 2}}
-
 
 class Setup(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -29,6 +25,9 @@ class Setup(BaseModel):
     n_gpus: int = Field(gt=0)
     profile: str
     algorithm: Literal["grpo", "ppo"] = "grpo"
+    reference_model: bool = Field(
+        True, description="a reference model scores for the KL (off: KL-free GRPO, DAPO)"
+    )
     prompts_per_step: int = Field(gt=0)
     k: int = Field(5, gt=0, description="samples per prompt (GRPO group size)")
     workload: LengthModel = LengthModel()
@@ -37,6 +36,15 @@ class Setup(BaseModel):
     alpha: float = Field(0.5, gt=0, le=1, description="EWMA weight of the newest observation")
     warmup_epochs: int = Field(2, ge=1, description="epochs the length predictor has seen")
     measure_steps: int = Field(3, ge=1, description="steps simulated and averaged per seed")
+
+    def scoring_passes(self) -> int:
+        """Forward passes over every token before training (verl): the policy's old log-probs,
+        the reference model's (for the KL), and PPO's critic values."""
+        return 1 + self.reference_model + (self.algorithm == "ppo")
+
+    def training_passes(self) -> int:
+        """Updates per step: the policy, and PPO's critic."""
+        return 1 + (self.algorithm == "ppo")
 
 
 SETUPS = {

@@ -36,13 +36,19 @@ class LengthModel(BaseModel):
     max_prompt: int = Field(1024, ge=1)
     response_median: float = Field(280.0, gt=0)
     capped_fraction: float = Field(0.005, gt=0, lt=0.5, description="samples past the cap")
+    response_sigma: float | None = Field(
+        None, gt=0, description="sd of log-length; None: the one that makes capped_fraction"
+    )
     prompt_share: float = Field(0.6, ge=0, le=1, description="share of log-length variance")
     runaway_p: float = Field(0.0, ge=0, le=1, description="a sample runs to the cap at random")
     drift_sigma: float = Field(0.1, ge=0, description="per-epoch random walk of a prompt's latent")
     max_response: int = Field(2048, ge=1)
 
     def log_sigma(self) -> float:
-        """Total sd of log-length: P(length > max_response) = capped_fraction."""
+        """Total sd of log-length: `response_sigma`, or the one with P(length > max_response) =
+        capped_fraction."""
+        if self.response_sigma is not None:
+            return self.response_sigma
         z = NormalDist().inv_cdf(1 - self.capped_fraction)
         return max(0.0, math.log(self.max_response / self.response_median)) / z
 

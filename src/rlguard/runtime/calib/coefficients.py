@@ -1,0 +1,112 @@
+"""The calibrated step model: a handful of coefficients, fitted to measured verl steps
+(calib/fit.py), that turn a model, a GPU and the engine's settings into a `TimeProfile`.
+
+Each coefficient multiplies a roofline time or counts seconds of overhead, so one fit serves every
+model and GPU in runtime/hardware.py:
+
+- a decode step takes `memory` x (weights + the batch's KV cache read at full bandwidth)
+  + `compute` x (the batch's matmuls at peak FLOPs) + a launch overhead per layer (eager mode, as
+  verl ran vLLM until August 2025, or with CUDA graphs) + `seq_s` per sequence (sampling and
+  scheduling on the CPU). The sum replaces the roofline's max: measured steps pay both;
+- prefill: `prefill` x its matmuls at peak;
+- the phase switch per step (weights into the engine, its wake and sleep): `switch_s` +
+  `switch_s_per_gb` per GB of weights each GPU holds;
+- scoring and training: `forward` and `train` x their FLOPs at peak (1 / MFU), plus fixed seconds
+  per pass or update (offloaded weights loaded, workers launched).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from rlguard.io import write_text
+from rlguard.runtime.datafile import build, read_mapping
+from rlguard.runtime.hardware import GB, GpuSpec, ModelSpec
+from rlguard.runtime.profiles import TimeProfile
+
+ACTIVATION_RESERVE = 2 * GB  # as the roofline: vLLM's profiled activation peak (assumption)
+COLD_START_S, LOAD_BYTES_PER_S = 25.0, 1.55 * GB  # as the roofline (REFERENCE s5, ServerlessLLM)
+
+
+@dataclass(frozen=True)
+class Engine:
+    """The rollout engine's settings that change its speed; defaults are verl's before August
+    2025 (vLLM with `enforce_eager=True`, `max_num_seqs` 1024, `gpu_memory_utilization` 0.5)."""
+
+    enforce_eager: bool = True
+    max_num_seqs: int = 1024
+    gpu_memory_utilization: float = 0.5
+
+
+class Coefficients(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    memory: float = Field(ge=0, description="x roofline memory time of a decode step")
+    compute: float = Field(ge=0, description="x peak-FLOPs time of a decode step's matmuls")
+    eager_s_per_layer: float = Field(ge=0, description="per decode step and layer, eager mode")
+    graph_s_per_layer: float = Field(ge=0, description="per decode step and layer, CUDA graphs")
+    seq_s: float = Field(ge=0, description="per sequence per decode step")
+    prefill: float = Field(ge=0, description="x peak-FLOPs time of prefill")
+    switch_s: float = Field(ge=0, description="phase switch per step")
+    switch_s_per_gb: float = Field(ge=0, description="phase switch per GB of weights per GPU")
+    forward: float = Field(ge=0, description="x peak-FLOPs time of a scoring pass (1 / MFU)")
+    pass_s: float = Field(ge=0, description="fixed seconds per scoring pass")
+    train: float = Field(ge=0, description="x peak-FLOPs time of an update (1 / MFU)")
+    update_s: float = Field(ge=0, description="fixed seconds per update")
+
+
+def train_flops_per_token(model: ModelSpec, lora: bool) -> float:
+    """6 x params (forward and backward); with LoRA no weight gradients: 4 x params."""
+    return (4 if lora else 6) * model.params
+
+
+def calibrated_profile(
+    name: str,
+    c: Coefficients,
+    model: ModelSpec,
+    gpu: GpuSpec,
+    tp: int,
+    engine: Engine,
+    lora: bool = False,
+) -> TimeProfile:
+    bandwidth, flops = tp * gpu.bandwidth, tp * gpu.bf16_flops
+    launch = c.eager_s_per_layer if engine.enforce_eager else c.graph_s_per_layer
+    budget = engine.gpu_memory_utilization * gpu.memory_bytes
+    kv_free = budget - model.weight_bytes / tp - ACTIVATION_RESERVE
+    return TimeProfile(
+        name=name,
+        prefill_s_per_token=c.prefill * 2 * model.params / flops,
+        decode_s_per_step=c.memory * model.weight_bytes / bandwidth + launch * model.layers,
+        decode_s_per_seq=c.compute * 2 * model.params / flops + c.seq_s,
+        decode_s_per_context_token=c.memory * model.kv_bytes_per_token / bandwidth,
+        score_s_per_token=c.forward * 2 * model.params / gpu.bf16_flops,
+        train_s_per_token=c.train * train_flops_per_token(model, lora) / gpu.bf16_flops,
+        cold_start_s=COLD_START_S + model.weight_bytes / LOAD_BYTES_PER_S,
+        max_batch=engine.max_num_seqs,
+        gpus_per_actor=tp,
+        kv_capacity_tokens=max(1, int(tp * kv_free // model.kv_bytes_per_token)),
+        phase_switch_s=c.switch_s + c.switch_s_per_gb * model.weight_bytes / tp / GB,
+        score_s_per_pass=c.pass_s,
+        train_s_per_update=c.update_s,
+    )
+
+
+SHIPPED = files("rlguard.runtime") / "data" / "verl_calibration.yaml"
+
+
+def load_coefficients(path: Path | None = None) -> Coefficients:
+    """The coefficients fitted to the shipped measurements (`benchmarks/bench_calibration.py`
+    writes them), or a file of the same fields."""
+    where = str(path or "runtime/data/verl_calibration.yaml")
+    text = None if path else SHIPPED.read_text("utf-8")
+    raw = read_mapping(path or where, text)
+    return build(Coefficients, raw.get("coefficients", raw), where)
+
+
+def save_coefficients(c: Coefficients, path: Path, about: dict[str, object]) -> None:
+    write_text(path, yaml.safe_dump({**about, "coefficients": c.model_dump()}, sort_keys=False))

@@ -1,0 +1,139 @@
+"""Fit the calibrated step model to measured verl steps by least squares, and measure how well it
+predicts runs it has not seen (leave one run out).
+
+Residuals are relative (a 10 s step and a 1,000 s step count alike) and each run weighs the same
+however many steps it logged. Coefficients are non-negative (scipy's NNLS): each is a time or a
+multiplier of one. Generation is the slowest actor's time: the fit takes each step's slowest actor
+under the current coefficients and refits until that choice no longer changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import nnls
+
+from rlguard.errors import InputError
+from rlguard.runtime.calib.coefficients import Coefficients
+from rlguard.runtime.calib.measured import PHASES, MeasuredStep, by_run
+from rlguard.runtime.calib.replay import (
+    GENERATION,
+    SWITCH,
+    Replay,
+    generation_features,
+    replay,
+    scoring_features,
+    simulate,
+    training_features,
+)
+
+MAX_ROUNDS = 50
+
+
+@dataclass(frozen=True)
+class Features:
+    """A measured step's features, computed once (generation needs a schedule simulation)."""
+
+    @property
+    def row(self) -> MeasuredStep:
+        return self.job.row
+
+    job: Replay
+    actors: np.ndarray
+    switch: np.ndarray
+    scoring: np.ndarray
+    training: np.ndarray
+
+
+def features(rows: Sequence[MeasuredStep]) -> list[Features]:
+    out = []
+    for row in rows:
+        job = replay(row)
+        actors, switch = generation_features(job)
+        out.append(Features(job, actors, switch, scoring_features(job), training_features(job)))
+    return out
+
+
+def _weights(rows: Sequence[MeasuredStep]) -> np.ndarray:
+    counts = {run: len(steps) for run, steps in by_run(rows).items()}
+    return np.array([1 / np.sqrt(counts[r.run]) for r in rows])
+
+
+def _solve(a: np.ndarray, target: np.ndarray, weight: np.ndarray, what: str) -> np.ndarray:
+    if len(target) == 0:
+        raise InputError(f"no measured step has a {what} time to fit")
+    scale = weight / target
+    coef, _ = nnls(a * scale[:, None], target * scale)
+    return coef
+
+
+def _fit_generation(feats: list[Features]) -> np.ndarray:
+    used = [f for f in feats if f.row.measured("generation") is not None]
+    target = np.array([f.row.measured("generation") for f in used])
+    weight = _weights([f.row for f in used])
+    n_gen = len(GENERATION)
+    coef = np.ones(n_gen + len(SWITCH))
+    chosen = None
+    for _ in range(MAX_ROUNDS):
+        slowest = [int(np.argmax(f.actors @ coef[:n_gen])) for f in used]
+        if slowest == chosen:
+            break
+        chosen = slowest
+        a = np.array(
+            [np.concatenate([f.actors[i], f.switch]) for f, i in zip(used, chosen, strict=True)]
+        )
+        coef = _solve(a, target, weight, "generation")
+    return coef
+
+
+def _fit_phase(feats: list[Features], phase: str) -> np.ndarray:
+    used = [f for f in feats if f.row.measured(phase) is not None]
+    a = np.array([getattr(f, phase) for f in used])
+    target = np.array([f.row.measured(phase) for f in used])
+    return _solve(a, target, _weights([f.row for f in used]), phase)
+
+
+def fit(feats: list[Features]) -> Coefficients:
+    gen = _fit_generation(feats)
+    forward, pass_s = _fit_phase(feats, "scoring")
+    train, update_s = _fit_phase(feats, "training")
+    named = dict(zip(GENERATION + SWITCH, gen.tolist(), strict=True))
+    return Coefficients(**named, forward=forward, pass_s=pass_s, train=train, update_s=update_s)
+
+
+@dataclass(frozen=True)
+class RunError:
+    """One run's mean measured and simulated time in one phase, the simulation fitted without
+    that run."""
+
+    run: str
+    phase: str
+    steps: int
+    measured_s: float
+    simulated_s: float
+
+    @property
+    def error(self) -> float:
+        return self.simulated_s / self.measured_s - 1
+
+
+def leave_one_run_out(feats: list[Features]) -> list[RunError]:
+    runs = by_run(f.row for f in feats)
+    errors = []
+    for run in runs:
+        coefs = fit([f for f in feats if f.row.run != run])
+        jobs = [f.job for f in feats if f.row.run == run]
+        mine = [job.row for job in jobs]
+        simulated = [simulate(job, coefs) for job in jobs]
+        for phase in PHASES:
+            pairs = [
+                (row.measured(phase), sim[phase])
+                for row, sim in zip(mine, simulated, strict=True)
+                if row.measured(phase) is not None
+            ]
+            if pairs:
+                measured, sim = np.mean(pairs, axis=0)
+                errors.append(RunError(run, phase, len(pairs), float(measured), float(sim)))
+    return errors

@@ -1,0 +1,116 @@
+"""The measurements as data: public, measured verl steps with their per-phase times, length
+statistics and settings (runtime/data/verl_steps.csv), each row with its source.
+
+One row is one logged training step of one run. Times are verl's own timers in seconds
+(`timing_s/...`); settings a run's source does not state are blank, and the models fill them with
+the defaults of the verl version the run used (see `Engine` in calib/decode_fit.py).
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable
+from importlib.resources import files
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rlguard.errors import InputError
+from rlguard.runtime.datafile import build
+
+SHIPPED = files("rlguard.runtime") / "data" / "verl_steps.csv"
+PHASES = ("generation", "scoring", "training")
+
+
+class MeasuredStep(BaseModel):
+    """One measured verl step. `model` and `gpu` are keys of runtime/hardware.py's catalog."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    run: str = Field(min_length=1)
+    step: int = Field(ge=1)
+    source: str = Field(min_length=1)
+    model: str
+    gpu: str
+    n_gpus: int = Field(gt=0)
+    rollout_tp: int = Field(gt=0)
+    engine: Literal["vllm", "sglang"] = "vllm"
+    enforce_eager: bool | None = None
+    max_num_seqs: int | None = Field(None, gt=0)
+    gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
+    algorithm: Literal["grpo", "ppo", "dapo", "rloo", "reinforce++"]
+    prompts_per_step: int = Field(gt=0)
+    n_samples: int = Field(gt=0)
+    max_prompt_length: int = Field(gt=0)
+    max_response_length: int = Field(gt=0)
+    prompt_length_mean: float = Field(gt=0)
+    response_length_mean: float = Field(gt=0)
+    response_length_max: float | None = Field(None, gt=0)
+    response_clip_ratio: float | None = Field(None, ge=0, le=1)
+    gen_s: float | None = Field(None, gt=0)
+    generate_sequences_s: float | None = Field(None, gt=0)
+    reshard_s: float | None = Field(None, ge=0)
+    reward_s: float | None = Field(None, ge=0)
+    old_log_prob_s: float | None = Field(None, ge=0)
+    ref_s: float | None = Field(None, ge=0)
+    values_s: float | None = Field(None, ge=0)
+    adv_s: float | None = Field(None, ge=0)
+    update_critic_s: float | None = Field(None, ge=0)
+    update_actor_s: float | None = Field(None, gt=0)
+    testing_s: float | None = Field(None, ge=0)
+    step_s: float | None = Field(None, gt=0)
+    actor_strategy: str = ""
+    lora_rank: int = Field(0, ge=0)
+    notes: str = ""
+
+    @property
+    def critic(self) -> bool:
+        return self.algorithm == "ppo"
+
+    @property
+    def samples(self) -> int:
+        return self.prompts_per_step * self.n_samples
+
+    def tokens(self) -> float:
+        """Prompt plus response tokens of the step's samples: what scoring and training process."""
+        return self.samples * (self.prompt_length_mean + self.response_length_mean)
+
+    def measured(self, phase: str) -> float | None:
+        """The step's time in one phase, None where its source lacks a timer the phase needs.
+        Generation is verl's `gen` timer (the rollout with its weight sync); scoring is every
+        log-prob, reference and value pass; training every update."""
+        if phase == "generation":
+            return self.gen_s
+        if phase == "scoring":
+            parts = [self.old_log_prob_s, self.ref_s] + ([self.values_s] if self.critic else [])
+        else:
+            parts = [self.update_actor_s] + ([self.update_critic_s] if self.critic else [])
+        present = [p for p in parts if p is not None]
+        return sum(present) if present else None
+
+
+def _cells(row: dict[str, str | None]) -> dict[str, str]:
+    """CSV cells without the blanks (a blank is a setting or timer the source does not give)."""
+    return {k: v.strip() for k, v in row.items() if k is not None and v and v.strip()}
+
+
+def read_measured(path: Path | None = None) -> list[MeasuredStep]:
+    """The shipped dataset, or a CSV of the same columns; errors name the file and line."""
+    where = str(path or "runtime/data/verl_steps.csv")
+    try:
+        text = Path(path).read_text(encoding="utf-8") if path else SHIPPED.read_text("utf-8")
+    except OSError as e:
+        raise InputError(f"{where}: cannot read: {e.strerror or e}") from None
+    reader = csv.DictReader(text.splitlines())
+    rows = [build(MeasuredStep, _cells(row), f"{where}:{reader.line_num}") for row in reader]
+    if not rows:
+        raise InputError(f"{where}: no rows")
+    return rows
+
+
+def by_run(rows: Iterable[MeasuredStep]) -> dict[str, list[MeasuredStep]]:
+    runs: dict[str, list[MeasuredStep]] = {}
+    for row in rows:
+        runs.setdefault(row.run, []).append(row)
+    return runs

@@ -1,0 +1,149 @@
+"""A measured verl step as a simulator job: its setup, its lengths, its profile under given
+coefficients, and the schedule features the fit needs.
+
+The lengths of a measured step are not logged one by one, only their mean, max and clip ratio:
+calib/lengths.py turns those into a workload, with the simulator's usual within-prompt
+correlation. Each row draws its own lengths with a seed of its own.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from rlguard.runtime.assignment import equal_count_split
+from rlguard.runtime.calib.coefficients import (
+    Coefficients,
+    Engine,
+    calibrated_profile,
+    train_flops_per_token,
+)
+from rlguard.runtime.calib.lengths import workload_from_stats
+from rlguard.runtime.calib.measured import MeasuredStep
+from rlguard.runtime.hardware import GB, GpuSpec, ModelSpec, gpu_spec, model_spec
+from rlguard.runtime.pricing import Prices
+from rlguard.runtime.profiles import TimeProfile
+from rlguard.runtime.sim.decode import simulate_generation
+from rlguard.runtime.sim.serverful import serverful_step
+from rlguard.runtime.sim.setups import Setup
+from rlguard.runtime.sim.workload import PromptPool, StepBatch
+
+GENERATION = ("memory", "compute", "eager_s_per_layer", "graph_s_per_layer", "seq_s", "prefill")
+SWITCH = ("switch_s", "switch_s_per_gb")
+
+
+def engine_of(row: MeasuredStep) -> Engine:
+    d = Engine()
+    return Engine(
+        d.enforce_eager if row.enforce_eager is None else row.enforce_eager,
+        row.max_num_seqs or d.max_num_seqs,
+        row.gpu_memory_utilization or d.gpu_memory_utilization,
+    )
+
+
+def row_setup(row: MeasuredStep) -> Setup:
+    workload = workload_from_stats(
+        row.response_length_mean,
+        row.max_response_length,
+        row.response_clip_ratio or 0.0,
+        row.response_length_max,
+        row.samples,
+        row.prompt_length_mean,
+        row.max_prompt_length,
+        dataset_prompts=row.prompts_per_step,
+    )
+    return Setup(
+        name=f"{row.run} step {row.step}",
+        n_gpus=row.n_gpus,
+        profile=row.run,
+        algorithm="ppo" if row.critic else "grpo",
+        reference_model=row.ref_s is not None,
+        prompts_per_step=row.prompts_per_step,
+        k=row.n_samples,
+        workload=workload,
+    )
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A measured step ready to simulate: its setup, drawn batch, model, GPU and engine."""
+
+    row: MeasuredStep
+    setup: Setup
+    batch: StepBatch
+    model: ModelSpec
+    gpu: GpuSpec
+    engine: Engine
+
+    def profile(self, c: Coefficients) -> TimeProfile:
+        row = self.row
+        lora = row.lora_rank > 0
+        return calibrated_profile(
+            row.run, c, self.model, self.gpu, row.rollout_tp, self.engine, lora=lora
+        )
+
+
+def replay(row: MeasuredStep) -> Replay:
+    setup = row_setup(row)
+    seed = zlib.crc32(f"{row.run}/{row.step}".encode())
+    batch = PromptPool(setup.workload, seed).batch(0, 0, setup.prompts_per_step, setup.k)
+    model, gpu = model_spec(row.model, "model"), gpu_spec(row.gpu, "gpu")
+    return Replay(row, setup, batch, model, gpu, engine_of(row))
+
+
+def simulate(job: Replay, c: Coefficients) -> dict[str, float]:
+    """The simulated verl baseline's phases (seconds) for this measured step."""
+    report = serverful_step(job.batch, job.setup, job.profile(c), Prices())
+    return dict(report.phases)
+
+
+def generation_features(job: Replay) -> tuple[np.ndarray, np.ndarray]:
+    """((actors, len(GENERATION)), (len(SWITCH),)): each actor's generation time and the phase
+    switch are these rows times the coefficients (dot product). The schedule does not depend on
+    the coefficients (no compute floor, no migration), so one simulation gives the counts."""
+    model, tp, eager = job.model, job.row.rollout_tp, job.engine.enforce_eager
+    split = equal_count_split(len(job.batch.keys), job.row.n_gpus // tp)
+    gen = simulate_generation(split, job.batch, job.profile(_UNIT), dedup=True, tau=None)
+    bandwidth, flops = tp * job.gpu.bandwidth, tp * job.gpu.bf16_flops
+    per_seq = 2 * model.params / flops
+    actors = np.array(
+        [
+            [
+                (w.steps * model.weight_bytes + w.context_tokens * model.kv_bytes_per_token)
+                / bandwidth,
+                w.seq_steps * per_seq,
+                w.steps * model.layers * eager,
+                w.steps * model.layers * (not eager),
+                w.seq_steps,
+                w.prefill_tokens * per_seq,
+            ]
+            for w in gen.actor_work
+        ]
+    )
+    return actors, np.array([1.0, model.weight_bytes / tp / GB])
+
+
+def scoring_features(job: Replay) -> np.ndarray:
+    """(forward FLOPs time at peak over all GPUs, passes): scoring = this . (forward, pass_s)."""
+    passes = job.setup.scoring_passes()
+    flops = passes * job.batch.sequence_tokens() * 2 * job.model.params
+    return np.array([flops / (job.row.n_gpus * job.gpu.bf16_flops), passes])
+
+
+def training_features(job: Replay) -> np.ndarray:
+    updates = job.setup.training_passes()
+    per_token = train_flops_per_token(job.model, job.row.lora_rank > 0)
+    flops = updates * job.batch.sequence_tokens() * per_token
+    return np.array([flops / (job.row.n_gpus * job.gpu.bf16_flops), updates])
+
+
+# Any positive coefficients give the same schedule; these make a valid counting profile.
+_UNIT = Coefficients(
+    **dict.fromkeys(GENERATION + SWITCH, 1.0),
+    forward=1.0,
+    pass_s=0.0,
+    train=1.0,
+    update_s=0.0,
+)

@@ -1,0 +1,102 @@
+"""The fit recovers a known step model from steps it simulated, and leave-one-run-out predicts a
+held-out run from the others."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlguard.runtime.calib.coefficients import Coefficients
+from rlguard.runtime.calib.fit import features, fit, leave_one_run_out
+from rlguard.runtime.calib.measured import PHASES, MeasuredStep
+from rlguard.runtime.calib.replay import replay, simulate
+
+TRUTH = Coefficients(
+    memory=1.4,
+    compute=2.5,
+    eager_s_per_layer=2e-4,
+    graph_s_per_layer=0.0,
+    seq_s=3e-6,
+    prefill=2.0,
+    switch_s=3.0,
+    switch_s_per_gb=0.4,
+    forward=3.0,
+    pass_s=2.0,
+    train=3.5,
+    update_s=4.0,
+)
+# (model, gpu, GPUs, rollout TP, prompts, samples, mean response, clip ratio, critic)
+RUNS = [
+    ("qwen2.5-0.5b", "a100", 2, 1, 32, 4, 150.0, 0.0, False),
+    ("qwen2.5-3b", "h100", 4, 1, 48, 4, 300.0, 0.01, False),
+    ("qwen2.5-7b", "h100", 8, 2, 64, 5, 230.0, 0.002, True),
+    ("qwen2.5-14b", "h20", 8, 4, 32, 8, 600.0, 0.05, False),
+    ("qwen2.5-1.5b", "l40s", 4, 1, 64, 4, 400.0, 0.02, True),
+    ("deepseek-llm-7b", "a100", 8, 2, 32, 4, 250.0, 0.0, False),
+]
+
+
+def _rows(coefs: Coefficients) -> list[MeasuredStep]:
+    rows = []
+    for i, (model, gpu, n, tp, prompts, k, mean, clip, critic) in enumerate(RUNS):
+        for step in (2, 3):
+            row = MeasuredStep(
+                run=f"run{i}",
+                step=step,
+                source="synthetic",
+                model=model,
+                gpu=gpu,
+                n_gpus=n,
+                rollout_tp=tp,
+                algorithm="ppo" if critic else "grpo",
+                prompts_per_step=prompts,
+                n_samples=k,
+                max_prompt_length=512,
+                max_response_length=1024,
+                prompt_length_mean=120.0,
+                response_length_mean=mean * (1 + 0.1 * step),
+                response_length_max=1024.0 if clip else mean * 3,
+                response_clip_ratio=clip,
+                ref_s=1.0,  # a reference model scores: its time is set below
+            )
+            phases = simulate(replay(row), coefs)
+            third = 3 if critic else 2
+            rows.append(
+                row.model_copy(
+                    update={
+                        "gen_s": phases["generation"],
+                        "old_log_prob_s": phases["scoring"] / third,
+                        "ref_s": phases["scoring"] / third,
+                        "values_s": phases["scoring"] / third if critic else None,
+                        "update_actor_s": phases["training"] / (1 + critic),
+                        "update_critic_s": phases["training"] / 2 if critic else None,
+                    }
+                )
+            )
+    return rows
+
+
+def test_the_fit_reproduces_the_steps_of_a_known_model() -> None:
+    rows = _rows(TRUTH)
+    fitted = fit(features(rows))
+    for row in rows:
+        simulated = simulate(replay(row), fitted)
+        for phase in PHASES:
+            assert simulated[phase] == pytest.approx(row.measured(phase), rel=0.02), (row, phase)
+    assert fitted.forward == pytest.approx(TRUTH.forward, rel=1e-6)
+    assert fitted.update_s == pytest.approx(TRUTH.update_s, rel=1e-6)
+
+
+def test_leave_one_run_out_predicts_the_held_out_run() -> None:
+    errors = leave_one_run_out(features(_rows(TRUTH)))
+    assert {e.run for e in errors} == {f"run{i}" for i in range(len(RUNS))}
+    assert {e.phase for e in errors} == set(PHASES)
+    assert max(abs(e.error) for e in errors) < 0.05
+
+
+def test_a_step_model_that_is_not_the_one_measured_shows_in_the_errors() -> None:
+    # measured with twice the eager launch overhead on one run: its held-out error grows
+    rows = _rows(TRUTH)
+    slow = _rows(TRUTH.model_copy(update={"eager_s_per_layer": 1e-3}))
+    mixed = [r for r in rows if r.run != "run3"] + [r for r in slow if r.run == "run3"]
+    errors = {(e.run, e.phase): e.error for e in leave_one_run_out(features(mixed))}
+    assert errors[("run3", "generation")] < -0.1

@@ -1,0 +1,44 @@
+"""The length model reproduces a step's logged mean and clip ratio (and max, below the cap)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rlguard.errors import InputError
+from rlguard.runtime.calib.lengths import fit_body
+from rlguard.runtime.sim.workload import LengthModel, PromptPool
+
+
+def _draw(median: float, sigma: float, runaway: float, cap: int, prompts: int, k: int):
+    model = LengthModel(
+        dataset_prompts=prompts,
+        response_median=median,
+        response_sigma=sigma,
+        runaway_p=runaway,
+        max_response=cap,
+    )
+    return PromptPool(model, seed=7).batch(0, 0, prompts, k).lengths
+
+
+@pytest.mark.parametrize(("mean", "clip"), [(230.0, 0.001), (600.0, 0.02), (1200.0, 0.15)])
+def test_mean_and_clip_ratio_are_reproduced(mean: float, clip: float) -> None:
+    median, sigma, runaway = fit_body(mean, 2048, clip, 0.45, 2048, 20_000)
+    lengths = _draw(median, sigma, runaway, 2048, 4000, 5)
+    assert lengths.mean() == pytest.approx(mean, rel=0.03)
+    assert (lengths == 2048).mean() == pytest.approx(clip, rel=0.2, abs=3e-4)
+
+
+def test_below_the_cap_the_max_sets_the_spread() -> None:
+    median, sigma, runaway = fit_body(300.0, 2048, 0.0, 0.45, 900.0, 5120)
+    assert runaway == 0
+    lengths = _draw(median, sigma, runaway, 2048, 1024, 5)
+    assert lengths.mean() == pytest.approx(300, rel=0.05)
+    assert np.max(lengths) == pytest.approx(900, rel=0.25)
+
+
+def test_impossible_statistics_are_refused() -> None:
+    with pytest.raises(InputError, match="must be in"):
+        fit_body(3000.0, 2048, 0.0, 0.45, None, 100)
+    with pytest.raises(InputError, match="no length model"):
+        fit_body(100.0, 2048, 0.5, 0.45, None, 100)  # half at the cap: mean >= 1024
