@@ -12,8 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
 from rich.table import Table
 
-from rlguard.cli.options import names, validated
-from rlguard.runtime.sim.setups import PAPER_RESULTS, SETUPS, check_fits
+from rlguard.cli.options import validated
+from rlguard.errors import InputError
+from rlguard.runtime.profiles import TimeProfile
+from rlguard.runtime.sim.setups import PAPER_RESULTS, SETUPS, Setup, check_fits
 
 runtime_app = typer.Typer(
     no_args_is_help=True,
@@ -57,7 +59,7 @@ def print_comparison(
 
 
 def simulate(
-    setup: Annotated[str, typer.Option(help="|".join(SETUPS))],
+    setup: Annotated[str, typer.Option(help="|".join(SETUPS) + "|FILE.yaml (your job)")],
     seeds: Annotated[int, typer.Option(help="workload seeds (0..N-1)")] = 5,
     profile: Annotated[
         str | None, typer.Option(help="time profile: a YAML/JSON file or a shipped name")
@@ -74,38 +76,109 @@ def simulate(
     from rich.progress import Progress
 
     from rlguard.runtime.pricing import load_prices
-    from rlguard.runtime.profiles import load_profile
     from rlguard.runtime.sim.experiment import run_setup
 
-    name = names(setup, list(SETUPS), "--setup", allow_many=False)[0]
     opts = validated(SimulateOptions, seeds=seeds, tau=tau, lam=lam, gpus=gpus)
-    base = SETUPS[name]
+    base, chosen = _setup_and_profile(setup, profile)
     overrides = {
         k: v
         for k, v in {"tau": opts.tau, "lam": opts.lam, "n_gpus": opts.gpus}.items()
         if v is not None
     }
-    chosen = load_profile(profile or base.profile)
     if profile:
         overrides["profile"] = chosen.name
     config = base.model_copy(update=overrides)
     check_fits(config, chosen, profile)  # before the progress bar, so an error stays one line
     table = load_prices(prices)
     with Progress(console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task(f"simulating {name}", total=opts.seeds)
+        task = bar.add_task(f"simulating {config.name}", total=opts.seeds)
         payload = run_setup(
             config, chosen, table, range(opts.seeds), on_seed=lambda _: bar.advance(task)
         )
     if json_out:
         print(json.dumps(payload))
         return
-    speedup, cut = PAPER_RESULTS[name]
+    paper = PAPER_RESULTS.get(setup)
     print_comparison(
         payload,
         ("step_s", "gpu_s", "cost_usd", "cold_starts", "speedup", "cost_cut", "cost_cut_usd"),
-        f"rlguard runtime simulate --setup {name} (means over seeds)",
-        f"paper: {speedup}x speedup, {cut:.1%} lower cost (GPU-seconds) than verl",
+        f"rlguard runtime simulate --setup {setup} (means over seeds)",
+        f"paper: {paper[0]}x speedup, {paper[1]:.1%} lower cost (GPU-seconds) than verl"
+        if paper
+        else f"profile {chosen.name}",
     )
 
 
+def _setup_and_profile(setup: str, profile: str | None) -> tuple[Setup, TimeProfile]:
+    """A shipped setup by name, or a user's job file (calib/job.py); `--profile` replaces the
+    setup's profile either way."""
+    from rlguard.runtime.calib.job import job_profile, job_setup, read_job
+    from rlguard.runtime.profiles import load_profile
+
+    if setup in SETUPS:
+        base = SETUPS[setup]
+        return base, load_profile(profile or base.profile)
+    if not Path(setup).is_file():
+        raise InputError(
+            f"option --setup: unknown name {setup!r} and no such file "
+            f"(choose from {', '.join(SETUPS)}, or a job YAML file)"
+        )
+    job = read_job(Path(setup))
+    base = job_setup(job, setup)
+    return base, load_profile(profile) if profile else job_profile(job, setup)
+
+
 runtime_app.command("simulate")(simulate)
+
+
+def calibrate(
+    logs: Annotated[list[Path], typer.Argument(help="verl console logs or JSONL metric files")],
+    setup: Annotated[Path, typer.Option(help="the job the logs came from (YAML, as --setup)")],
+    out: Annotated[Path, typer.Option(help="profile to write (YAML)")],
+    json_out: JsonFlag = False,
+) -> None:
+    """Fit a time profile to your own verl logs; use it with `simulate --setup JOB --profile`."""
+    from rlguard.runtime.calib.calibrate import calibrate as fit_logs
+    from rlguard.runtime.calib.job import read_job
+    from rlguard.runtime.profiles import save_profile
+
+    job = read_job(setup)
+    profile, fits = fit_logs(job, str(setup), logs)
+    note = ", ".join(f"{f.phase} x {f.scale:.3g}" for f in fits)
+    sources = " ".join(str(p) for p in logs)
+    derivation = dict.fromkeys(
+        (k for k in profile.__dataclass_fields__ if k != "name"),
+        f"the calibrated verl step model (runtime/data/verl_calibration.yaml) for {job.model} "
+        f"on {job.gpu}, scaled to {sources}: {note}",
+    )
+    save_profile(profile, out, derivation, {"model": job.model, "hardware": job.gpu})
+    rows = [
+        {
+            "phase": f.phase,
+            "steps": f.steps,
+            "measured_s": f.measured_s,
+            "shipped_model_s": f.shipped_s,
+            "shipped_model_error": f.shipped_error,
+            "scale": f.scale,
+        }
+        for f in fits
+    ]
+    if json_out:
+        print(json.dumps({"profile": str(out), "phases": rows}))
+        return
+    table = Table(title=f"rlguard runtime calibrate -> {out}")
+    for column in ("phase", "steps", "measured s", "shipped model s", "error", "scale"):
+        table.add_column(column, justify="left" if column == "phase" else "right")
+    for f in fits:
+        table.add_row(
+            f.phase,
+            str(f.steps),
+            f"{f.measured_s:.1f}",
+            f"{f.shipped_s:.1f}",
+            f"{f.shipped_error:+.1%}",
+            f"{f.scale:.3g}",
+        )
+    Console().print(table)
+
+
+runtime_app.command("calibrate")(calibrate)

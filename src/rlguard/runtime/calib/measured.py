@@ -3,7 +3,7 @@ statistics and settings (runtime/data/verl_steps.csv), each row with its source.
 
 One row is one logged training step of one run. Times are verl's own timers in seconds
 (`timing_s/...`); settings a run's source does not state are blank, and the models fill them with
-the defaults of the verl version the run used (see `Engine` in calib/decode_fit.py).
+the defaults of the verl version the run used (see `Engine` in calib/coefficients.py).
 """
 
 from __future__ import annotations
@@ -60,7 +60,9 @@ class MeasuredStep(BaseModel):
     update_actor_s: float | None = Field(None, gt=0)
     testing_s: float | None = Field(None, ge=0)
     step_s: float | None = Field(None, gt=0)
-    actor_strategy: str = ""
+    mfu_actor: float | None = Field(None, gt=0, description="verl's perf/mfu/actor")
+    actor_strategy: Literal["fsdp", "fsdp2", "megatron"] = "fsdp"
+    param_offload: bool = False
     lora_rank: int = Field(0, ge=0)
     notes: str = ""
 

@@ -32,6 +32,7 @@ KEYS = {
     "response_length/mean": "response_length_mean",
     "response_length/max": "response_length_max",
     "response_length/clip_ratio": "response_clip_ratio",
+    "perf/mfu/actor": "mfu_actor",
 }
 _CONSOLE = re.compile(r"(?:^|\s)step:(\d+) - (.*)$")
 _WRAPPED = re.compile(r"^(?:np\.\w+|tensor|float)\((.*)\)$")

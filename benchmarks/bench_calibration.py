@@ -1,0 +1,130 @@
+"""Fit the step model to the shipped verl measurements and measure its fidelity: the coefficients
+(written to the package, where `--setup FILE.yaml` and `calibrate` read them), each run's
+leave-one-run-out error per phase, the in-sample errors, and how far measured verl generation
+sits above the roofline (the simulator's old model, now its lower bound). Asserts nothing.
+
+    python benchmarks/bench_calibration.py --out benchmarks/results/calibration.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rlguard.io import write_json
+from rlguard.runtime.calib.coefficients import SHIPPED, save_coefficients
+from rlguard.runtime.calib.fit import Features, RunError, features, fit, leave_one_run_out
+from rlguard.runtime.calib.measured import PHASES, by_run, read_measured
+from rlguard.runtime.calib.replay import Replay, simulate
+from rlguard.runtime.pricing import Prices
+from rlguard.runtime.sim.roofline import Assumptions, derive_profile
+from rlguard.runtime.sim.serverful import serverful_step
+
+
+def roofline_generation_s(job: Replay) -> float:
+    """The simulated baseline's generation on the roofline profile of the run's model, GPU,
+    tensor parallel and engine memory: what verl would take at datasheet speed."""
+    a = Assumptions(
+        gpu_memory_utilization=job.engine.gpu_memory_utilization,
+        max_num_seqs=job.engine.max_num_seqs,
+    )
+    profile, _, _ = derive_profile("roofline", job.model, job.gpu, a, tp=job.row.rollout_tp)
+    return serverful_step(job.batch, job.setup, profile, Prices()).phases["generation"]
+
+
+def table(errors: list[RunError]) -> list[dict[str, Any]]:
+    return [
+        {
+            "run": e.run,
+            "phase": e.phase,
+            "steps": e.steps,
+            "measured_s": round(e.measured_s, 2),
+            "simulated_s": round(e.simulated_s, 2),
+            "error": round(e.error, 4),
+        }
+        for e in errors
+    ]
+
+
+def in_sample(feats: list[Features], coefs) -> list[RunError]:  # type: ignore[no-untyped-def]
+    errors = []
+    for run, rows in by_run(f.row for f in feats).items():
+        jobs = [f.job for f in feats if f.row.run == run]
+        sims = [simulate(job, coefs) for job in jobs]
+        for phase in PHASES:
+            pairs = [(r.measured(phase), s[phase]) for r, s in zip(rows, sims, strict=True)]
+            pairs = [p for p in pairs if p[0] is not None]
+            if pairs:
+                measured, sim = np.mean(pairs, axis=0)
+                errors.append(RunError(run, phase, len(pairs), float(measured), float(sim)))
+    return errors
+
+
+def above_roofline(feats: list[Features]) -> list[dict[str, Any]]:
+    out = []
+    for run in by_run(f.row for f in feats):
+        jobs = [f.job for f in feats if f.row.run == run and f.row.gen_s is not None]
+        if not jobs:
+            continue
+        measured = float(np.mean([j.row.gen_s for j in jobs]))
+        roofline = float(np.mean([roofline_generation_s(j) for j in jobs]))
+        out.append(
+            {
+                "run": run,
+                "measured_generation_s": round(measured, 2),
+                "roofline_generation_s": round(roofline, 2),
+                "measured_over_roofline": round(measured / roofline, 2),
+            }
+        )
+    return out
+
+
+def summary(errors: list[RunError]) -> dict[str, Any]:
+    out = {}
+    for phase in PHASES:
+        errs = [abs(e.error) for e in errors if e.phase == phase]
+        out[phase] = {
+            "runs": len(errs),
+            "max_abs_error": round(max(errs), 4),
+            "median_abs_error": round(float(np.median(errs)), 4),
+            "within_25pct": sum(e <= 0.25 for e in errs),
+        }
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/calibration.json"))
+    parser.add_argument("--coefficients", type=Path, default=Path(str(SHIPPED)))
+    args = parser.parse_args()
+    start = time.perf_counter()
+    rows = read_measured()
+    feats = features(rows)
+    coefs = fit(feats)
+    about = {
+        "fitted_to": "runtime/data/verl_steps.csv",
+        "runs": len(by_run(rows)),
+        "steps": len(rows),
+        "command": "python benchmarks/bench_calibration.py",
+    }
+    save_coefficients(coefs, args.coefficients, about)
+    loro = leave_one_run_out(feats)
+    fitted = in_sample(feats, coefs)
+    payload = {
+        **about,
+        "coefficients": coefs.model_dump(),
+        "leave_one_run_out": {"summary": summary(loro), "runs": table(loro)},
+        "in_sample": {"summary": summary(fitted), "runs": table(fitted)},
+        "above_roofline": above_roofline(feats),
+        "wall_s": round(time.perf_counter() - start, 1),
+    }
+    write_json(args.out, payload)
+    print(args.out)
+
+
+if __name__ == "__main__":
+    main()

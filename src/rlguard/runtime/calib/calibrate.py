@@ -1,0 +1,109 @@
+"""`rlguard runtime calibrate`: fit a time profile to a user's own verl logs.
+
+One run's logs cannot pin down every coefficient of the step model, so the shipped fit (to the
+public measurements) keeps its shape and each phase gets one scale, fitted by least squares on
+relative error: generation (decode, prefill and the phase switch together), scoring, training.
+The logs give the times and length statistics of each step; the job file says what ran.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rlguard.errors import InputError
+from rlguard.runtime.calib.coefficients import Coefficients, load_coefficients
+from rlguard.runtime.calib.job import JobFile, job_profile
+from rlguard.runtime.calib.measured import PHASES, MeasuredStep
+from rlguard.runtime.calib.replay import GENERATION, SWITCH, replay, simulate
+from rlguard.runtime.calib.verl_logs import read_verl_log
+from rlguard.runtime.profiles import TimeProfile
+
+SCALED = {
+    "generation": GENERATION + SWITCH,
+    "scoring": ("forward", "pass_s"),
+    "training": ("train", "update_s"),
+}
+NEEDED = {
+    "response_length_mean": "response_length/mean",
+    "prompt_length_mean": "prompt_length/mean",
+}
+
+
+@dataclass(frozen=True)
+class PhaseFit:
+    phase: str
+    steps: int
+    measured_s: float  # mean over the steps
+    shipped_s: float  # the shipped model's mean prediction
+    scale: float
+
+    @property
+    def shipped_error(self) -> float:
+        return self.shipped_s / self.measured_s - 1
+
+
+def rows_from_logs(job: JobFile, where: str, logs: list[Path]) -> list[MeasuredStep]:
+    """One row per logged step, the first step of each log left out (it warms up)."""
+    tp = job_profile(job.model_copy(update={"profile": None}), where).gpus_per_actor
+    rows = []
+    for log in logs:
+        steps = read_verl_log(log)
+        for step, values in list(steps.items())[1:]:
+            for field, key in NEEDED.items():
+                if field not in values:
+                    raise InputError(f"{log}: step {step} has no '{key}' metric")
+            rows.append(
+                MeasuredStep(
+                    run=str(log),
+                    step=step,
+                    source=f"{log} step {step}",
+                    model=job.model,
+                    gpu=job.gpu,
+                    n_gpus=job.n_gpus,
+                    rollout_tp=tp,
+                    enforce_eager=job.engine.enforce_eager,
+                    max_num_seqs=job.engine.max_num_seqs,
+                    gpu_memory_utilization=job.engine.gpu_memory_utilization,
+                    algorithm=job.algorithm,
+                    prompts_per_step=job.prompts_per_step,
+                    n_samples=job.samples_per_prompt,
+                    max_prompt_length=job.max_prompt_length,
+                    max_response_length=job.max_response_length,
+                    lora_rank=job.lora_rank,
+                    **{k: v for k, v in values.items() if k in MeasuredStep.model_fields},
+                )
+            )
+    if not rows:
+        raise InputError(f"{', '.join(map(str, logs))}: no step after the first to fit")
+    if not job.reference_model:
+        rows = [r.model_copy(update={"ref_s": None}) for r in rows]
+    return rows
+
+
+def fit_scales(
+    rows: list[MeasuredStep], shipped: Coefficients
+) -> tuple[Coefficients, list[PhaseFit]]:
+    simulated = [simulate(replay(row), shipped) for row in rows]
+    update, fits = {}, []
+    for phase in PHASES:
+        pairs = [(r.measured(phase), s[phase]) for r, s in zip(rows, simulated, strict=True)]
+        pairs = [(m, p) for m, p in pairs if m is not None and p > 0]
+        if not pairs:
+            continue  # the logs lack this phase's timers: keep the shipped coefficients
+        ratio = np.array([p / m for m, p in pairs])
+        scale = float(ratio.sum() / (ratio**2).sum())  # least squares of scale * p / m - 1
+        measured, predicted = np.mean(pairs, axis=0)
+        fits.append(PhaseFit(phase, len(pairs), float(measured), float(predicted), scale))
+        update |= {name: getattr(shipped, name) * scale for name in SCALED[phase]}
+    return shipped.model_copy(update=update), fits
+
+
+def calibrate(job: JobFile, where: str, logs: list[Path]) -> tuple[TimeProfile, list[PhaseFit]]:
+    """The job's profile scaled to its logs, and what each phase's scale came from."""
+    rows = rows_from_logs(job, where, logs)
+    coefficients, fits = fit_scales(rows, load_coefficients())
+    profile = job_profile(job.model_copy(update={"profile": None}), where, coefficients)
+    return profile, fits

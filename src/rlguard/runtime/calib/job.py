@@ -1,0 +1,137 @@
+"""A user's own RLHF job as a simulator setup (`rlguard runtime simulate --setup FILE.yaml`):
+model, GPUs, batch, length statistics, engine settings and algorithm, turned into a `Setup` and
+the calibrated `TimeProfile` for that model, GPU and engine (or a profile of the user's own, e.g.
+one `rlguard runtime calibrate` fitted to their verl logs).
+
+Example (examples/runtime/qwen2.5-7b-gsm8k-h100.yaml):
+
+    model: qwen2.5-7b
+    gpu: h100
+    n_gpus: 8
+    rollout_tp: 2
+    prompts_per_step: 1024
+    samples_per_prompt: 5
+    prompt_length_mean: 105
+    max_prompt_length: 512
+    response_length_mean: 230
+    response_clip_ratio: 0.002
+    max_response_length: 1024
+    engine: {enforce_eager: true, max_num_seqs: 1024, gpu_memory_utilization: 0.6}
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rlguard.errors import InputError
+from rlguard.runtime.calib.coefficients import (
+    Coefficients,
+    Engine,
+    calibrated_profile,
+    load_coefficients,
+)
+from rlguard.runtime.calib.lengths import workload_from_stats
+from rlguard.runtime.datafile import build, read_mapping
+from rlguard.runtime.hardware import gpu_spec, model_spec
+from rlguard.runtime.profiles import TimeProfile, load_profile
+from rlguard.runtime.sim.roofline import Assumptions, tensor_parallel
+from rlguard.runtime.sim.setups import Setup
+
+
+class EngineSettings(BaseModel):
+    """The rollout engine's settings; defaults are verl's before August 2025."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enforce_eager: bool = Engine.enforce_eager
+    max_num_seqs: int = Field(Engine.max_num_seqs, gt=0)
+    gpu_memory_utilization: float = Field(Engine.gpu_memory_utilization, gt=0, le=1)
+
+
+class JobFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str | None = None
+    model: str = Field(description="a model of runtime/hardware.py (e.g. qwen2.5-7b)")
+    gpu: str = Field(description="a GPU of runtime/hardware.py (e.g. h100, l40s)")
+    n_gpus: int = Field(gt=0)
+    rollout_tp: int | None = Field(None, gt=0, description="default: the roofline's rule")
+    algorithm: Literal["grpo", "ppo"] = "grpo"
+    reference_model: bool = True
+    lora_rank: int = Field(0, ge=0)
+    prompts_per_step: int = Field(gt=0)
+    samples_per_prompt: int = Field(gt=0)
+    dataset_prompts: int = Field(7473, gt=0, description="prompts per epoch (GSM8K's train)")
+    prompt_length_mean: float = Field(gt=0)
+    max_prompt_length: int = Field(1024, gt=0)
+    response_length_mean: float = Field(gt=0)
+    response_clip_ratio: float = Field(0.0, ge=0, lt=1)
+    response_length_max: float | None = Field(None, gt=0)
+    max_response_length: int = Field(gt=0)
+    engine: EngineSettings = EngineSettings()
+    profile: str | None = Field(None, description="a profile file replacing the calibrated one")
+    tau: float = Field(0.9, gt=0, le=1)
+    lam: float = Field(0.5, ge=0, le=1)
+
+    def engine_settings(self) -> Engine:
+        e = self.engine
+        return Engine(e.enforce_eager, e.max_num_seqs, e.gpu_memory_utilization)
+
+
+def read_job(path: Path) -> JobFile:
+    return build(JobFile, read_mapping(path), str(path))
+
+
+def job_setup(job: JobFile, where: str) -> Setup:
+    """The simulator's setup; `where` (the file) names errors and, by its stem, the setup."""
+    try:
+        workload = workload_from_stats(
+            job.response_length_mean,
+            job.max_response_length,
+            job.response_clip_ratio,
+            job.response_length_max,
+            job.prompts_per_step * job.samples_per_prompt,
+            job.prompt_length_mean,
+            job.max_prompt_length,
+            job.dataset_prompts,
+        )
+    except InputError as e:
+        raise InputError(f"{where}: field 'response_length_mean': {e}") from None
+    return Setup(
+        name=job.name or Path(where).stem,
+        n_gpus=job.n_gpus,
+        profile=job.profile or f"calibrated {job.model} on {job.gpu}",
+        algorithm=job.algorithm,
+        reference_model=job.reference_model,
+        prompts_per_step=job.prompts_per_step,
+        k=job.samples_per_prompt,
+        workload=workload,
+        tau=job.tau,
+        lam=job.lam,
+    )
+
+
+def job_profile(job: JobFile, where: str, coefficients: Coefficients | None = None) -> TimeProfile:
+    """The job's own profile file if it names one, else the calibrated profile."""
+    if job.profile:
+        path = Path(job.profile)
+        if not path.is_absolute():
+            path = Path(where).parent / path
+        return load_profile(path if path.is_file() else job.profile)
+    model = model_spec(job.model, f"{where}: field 'model'")
+    gpu = gpu_spec(job.gpu, f"{where}: field 'gpu'")
+    engine = job.engine_settings()
+    assumed = Assumptions(gpu_memory_utilization=engine.gpu_memory_utilization)
+    tp = job.rollout_tp or tensor_parallel(model, gpu, assumed)
+    return calibrated_profile(
+        f"calibrated-{job.model}-{job.gpu}-tp{tp}",
+        coefficients or load_coefficients(),
+        model,
+        gpu,
+        tp,
+        engine,
+        lora=job.lora_rank > 0,
+    )

@@ -1,0 +1,141 @@
+"""`rlguard runtime simulate --setup FILE.yaml` and `rlguard runtime calibrate`: a user's job,
+their verl logs, and one-line errors for bad files and fields."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cli_runner import cli, one_line_exit_2
+from rlguard.runtime.calib.calibrate import rows_from_logs
+from rlguard.runtime.calib.coefficients import load_coefficients
+from rlguard.runtime.calib.job import read_job
+from rlguard.runtime.calib.replay import replay, simulate
+
+JOB = {
+    "model": "qwen2.5-0.5b",
+    "gpu": "a100",
+    "n_gpus": 2,
+    "prompts_per_step": 32,
+    "samples_per_prompt": 4,
+    "dataset_prompts": 256,
+    "prompt_length_mean": 100,
+    "max_prompt_length": 512,
+    "response_length_mean": 220,
+    "response_clip_ratio": 0.01,
+    "max_response_length": 1024,
+    "engine": {"enforce_eager": True, "gpu_memory_utilization": 0.6},
+}
+# how much slower than the shipped model the logs below are, per phase
+SLOWER = {"generation": 1.3, "scoring": 0.8, "training": 1.1}
+
+
+def job_file(tmp_path: Path, **change) -> Path:
+    fields = {k: v for k, v in {**JOB, **change}.items() if v is not None}
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(fields))
+    return path
+
+
+def test_a_job_file_simulates_with_the_calibrated_profile(monkeypatch, capsys, tmp_path) -> None:
+    path = job_file(tmp_path)
+    args = ("runtime", "simulate", "--setup", str(path), "--seeds", "1", "--json")
+    code, out, _ = cli(monkeypatch, capsys, *args)
+    assert code == 0, out
+    payload = json.loads(out)
+    assert {"config", "baseline", "serverless", "speedup", "cost_cut", "ablation"} <= set(payload)
+    config = payload["config"]
+    assert config["name"] == "job" and config["n_gpus"] == 2 and config["k"] == 4
+    assert config["profile"]["name"] == "calibrated-qwen2.5-0.5b-a100-tp1"
+    assert config["profile"]["phase_switch_s"] > 0  # the calibrated model pays the switch
+
+
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [
+        ({"model": "gpt-5"}, "unknown 'gpt-5'"),
+        ({"gpu": "tpu"}, "field 'gpu'"),
+        ({"n_gpus": 0}, "field 'n_gpus'"),
+        ({"samples_per_prompt": None}, "field 'samples_per_prompt'"),
+        ({"response_length_mean": 5000}, "field 'response_length_mean'"),
+        ({"engine": {"gpu_memory_utilization": 1.5}}, "engine.gpu_memory_utilization"),
+        ({"batch": 3}, "field 'batch'"),
+    ],
+)
+def test_bad_job_fields_are_one_line_exit_2(monkeypatch, capsys, tmp_path, change, needle):
+    path = job_file(tmp_path, **change)
+    args = ("runtime", "simulate", "--setup", str(path), "--seeds", "1")
+    one_line_exit_2(*cli(monkeypatch, capsys, *args), str(path), needle)
+
+
+def test_an_unknown_setup_names_the_choices(monkeypatch, capsys) -> None:
+    args = ("runtime", "simulate", "--setup", "no-such.yaml")
+    one_line_exit_2(*cli(monkeypatch, capsys, *args), "paper-testbed", "job YAML file")
+
+
+def verl_log(tmp_path: Path, job: Path, name: str = "run.log", steps: int = 5) -> Path:
+    """Console lines of a run `SLOWER` than the shipped model predicts (step 1: a warm-up)."""
+    lines = ["step:1 - timing_s/gen:999 - response_length/mean:1 - prompt_length/mean:1"]
+    shipped = load_coefficients()
+    path = tmp_path / name  # a row's lengths are drawn with a seed of its log's path and step
+    for step in range(2, steps + 2):
+        mean = 200 + 10 * step
+        metrics = {"response_length/mean": mean, "prompt_length/mean": 100.0}
+        metrics |= {"response_length/max": 1024.0, "response_length/clip_ratio": 0.01}
+        path.write_text("\n".join(lines) + "\n" + _line(step, metrics | _fill()))
+        row = rows_from_logs(read_job(job), str(job), [path])[-1]
+        phases = simulate(replay(row), shipped)
+        metrics["timing_s/gen"] = phases["generation"] * SLOWER["generation"]
+        third = phases["scoring"] * SLOWER["scoring"] / 2
+        metrics |= {"timing_s/old_log_prob": third, "timing_s/ref": third}
+        metrics["timing_s/update_actor"] = phases["training"] * SLOWER["training"]
+        lines.append(_line(step, metrics))
+    path.write_text("(TaskRunner pid=1) " + "\n(TaskRunner pid=1) ".join(lines) + "\n")
+    return path
+
+
+def _fill() -> dict[str, float]:
+    return {"timing_s/gen": 1.0, "timing_s/old_log_prob": 1.0, "timing_s/ref": 1.0}
+
+
+def _line(step: int, metrics: dict[str, float]) -> str:
+    return f"step:{step} - " + " - ".join(f"{k}:np.float64({v})" for k, v in metrics.items())
+
+
+def test_calibrate_scales_each_phase_to_the_logs(monkeypatch, capsys, tmp_path) -> None:
+    job = job_file(tmp_path)
+    log = verl_log(tmp_path, job)
+    out = tmp_path / "mine.yaml"
+    args = ("runtime", "calibrate", str(log), "--setup", str(job), "--out", str(out), "--json")
+    code, stdout, _ = cli(monkeypatch, capsys, *args)
+    assert code == 0, stdout
+    phases = {p["phase"]: p for p in json.loads(stdout)["phases"]}
+    for phase, slower in SLOWER.items():
+        assert phases[phase]["steps"] == 5  # step 1 left out
+        assert phases[phase]["scale"] == pytest.approx(slower, rel=1e-3)
+        assert phases[phase]["shipped_model_error"] == pytest.approx(1 / slower - 1, rel=1e-3)
+    # the profile reproduces the logs when the job is simulated with it
+    args = ("runtime", "simulate", "--setup", str(job), "--profile", str(out), "--seeds", "1")
+    code, stdout, _ = cli(monkeypatch, capsys, *args, "--json")
+    assert code == 0, stdout
+    assert json.loads(stdout)["config"]["profile"]["name"].startswith("calibrated-qwen2.5-0.5b")
+
+
+@pytest.mark.parametrize(
+    ("log_text", "needle"),
+    [
+        ("no metrics here\n", "no verl step metrics found"),
+        ("step:1 - timing_s/gen:3\nstep:2 - timing_s/gen:3\n", "step 2 has no 'response_length"),
+        ("step:1 - timing_s/gen:3 - response_length/mean:5 - prompt_length/mean:3\n", "no step"),
+    ],
+)
+def test_bad_logs_are_one_line_exit_2(monkeypatch, capsys, tmp_path, log_text, needle) -> None:
+    job = job_file(tmp_path)
+    log = tmp_path / "bad.log"
+    log.write_text(log_text)
+    args = ("runtime", "calibrate", str(log), "--setup", str(job), "--out", str(tmp_path / "p"))
+    one_line_exit_2(*cli(monkeypatch, capsys, *args), needle)
+    assert not (tmp_path / "p").exists()
