@@ -16,10 +16,17 @@ from typing import Any
 import numpy as np
 
 from rlguard.io import write_json
-from rlguard.runtime.calib.coefficients import SHIPPED, save_coefficients
-from rlguard.runtime.calib.fit import Features, RunError, features, fit, leave_one_run_out
+from rlguard.runtime.calib.coefficients import SHIPPED, Coefficients, save_coefficients
+from rlguard.runtime.calib.fit import (
+    Features,
+    RunError,
+    features,
+    fit,
+    leave_one_run_out,
+    run_errors,
+)
 from rlguard.runtime.calib.measured import PHASES, by_run, read_measured
-from rlguard.runtime.calib.replay import Replay, simulate
+from rlguard.runtime.calib.replay import Replay
 from rlguard.runtime.pricing import Prices
 from rlguard.runtime.sim.roofline import Assumptions, derive_profile
 from rlguard.runtime.sim.serverful import serverful_step
@@ -50,18 +57,15 @@ def table(errors: list[RunError]) -> list[dict[str, Any]]:
     ]
 
 
-def in_sample(feats: list[Features], coefs) -> list[RunError]:  # type: ignore[no-untyped-def]
-    errors = []
-    for run, rows in by_run(f.row for f in feats).items():
-        jobs = [f.job for f in feats if f.row.run == run]
-        sims = [simulate(job, coefs) for job in jobs]
-        for phase in PHASES:
-            pairs = [(r.measured(phase), s[phase]) for r, s in zip(rows, sims, strict=True)]
-            pairs = [p for p in pairs if p[0] is not None]
-            if pairs:
-                measured, sim = np.mean(pairs, axis=0)
-                errors.append(RunError(run, phase, len(pairs), float(measured), float(sim)))
-    return errors
+def under_shipped_fit(feats: list[Features], coefs: Coefficients, covered: bool) -> list[RunError]:
+    """Each run's errors under the fit to every covered run: in sample for the covered runs, a
+    prediction for the runs the model leaves out."""
+    runs = by_run(f.row for f in feats if (not f.row.out_of_domain) == covered)
+    return [
+        e
+        for run in runs
+        for e in run_errors(run, [f.job for f in feats if f.row.run == run], coefs)
+    ]
 
 
 def above_roofline(feats: list[Features]) -> list[dict[str, Any]]:
@@ -107,18 +111,21 @@ def main() -> None:
     coefs = fit(feats)
     about = {
         "fitted_to": "runtime/data/verl_steps.csv",
-        "runs": len(by_run(rows)),
-        "steps": len(rows),
+        "runs": len(by_run(r for r in rows if not r.out_of_domain)),
+        "steps": sum(not r.out_of_domain for r in rows),
         "command": "python benchmarks/bench_calibration.py",
     }
     save_coefficients(coefs, args.coefficients, about)
     loro = leave_one_run_out(feats)
-    fitted = in_sample(feats, coefs)
+    fitted = under_shipped_fit(feats, coefs, covered=True)
+    outside = under_shipped_fit(feats, coefs, covered=False)
+    reasons = {r.run: r.out_of_domain for r in rows if r.out_of_domain}
     payload = {
         **about,
         "coefficients": coefs.model_dump(),
         "leave_one_run_out": {"summary": summary(loro), "runs": table(loro)},
         "in_sample": {"summary": summary(fitted), "runs": table(fitted)},
+        "out_of_domain": {"why": reasons, "runs": table(outside)},
         "above_roofline": above_roofline(feats),
         "wall_s": round(time.perf_counter() - start, 1),
     }

@@ -12,32 +12,32 @@ from rlguard.runtime.calib.replay import replay, simulate
 
 TRUTH = Coefficients(
     memory=1.4,
-    compute=2.5,
     eager_s_per_layer=2e-4,
-    graph_s_per_layer=0.0,
-    seq_s=3e-6,
+    lora_s_per_seq_layer=5e-6,
     prefill=2.0,
     switch_s=3.0,
     switch_s_per_gb=0.4,
     forward=3.0,
-    pass_s=2.0,
+    pass_s_per_layer=0.05,
+    pass_s_per_gb=0.02,
     train=3.5,
-    update_s=4.0,
+    update_s_per_layer=0.1,
 )
-# (model, gpu, GPUs, rollout TP, prompts, samples, mean response, clip ratio, critic)
+# (model, gpu, GPUs, rollout TP, prompts, samples, mean response, clip ratio, critic, LoRA rank)
 RUNS = [
-    ("qwen2.5-0.5b", "a100", 2, 1, 32, 4, 150.0, 0.0, False),
-    ("qwen2.5-3b", "h100", 4, 1, 48, 4, 300.0, 0.01, False),
-    ("qwen2.5-7b", "h100", 8, 2, 64, 5, 230.0, 0.002, True),
-    ("qwen2.5-14b", "h20", 8, 4, 32, 8, 600.0, 0.05, False),
-    ("qwen2.5-1.5b", "l40s", 4, 1, 64, 4, 400.0, 0.02, True),
-    ("deepseek-llm-7b", "a100", 8, 2, 32, 4, 250.0, 0.0, False),
+    ("qwen2.5-0.5b", "a100", 2, 1, 32, 4, 150.0, 0.0, False, 0),
+    ("qwen2.5-3b", "h100", 4, 1, 48, 4, 300.0, 0.01, False, 32),
+    ("qwen2.5-7b", "h100", 8, 2, 64, 5, 230.0, 0.002, True, 0),
+    ("qwen2.5-14b", "h20", 8, 4, 32, 8, 600.0, 0.05, False, 0),
+    ("qwen2.5-1.5b", "l40s", 4, 1, 64, 4, 400.0, 0.02, True, 0),
+    ("deepseek-llm-7b", "a100", 8, 2, 32, 4, 250.0, 0.0, False, 16),
+    ("qwen2.5-32b", "h100", 8, 8, 64, 5, 250.0, 0.0, False, 32),
 ]
 
 
 def _rows(coefs: Coefficients) -> list[MeasuredStep]:
     rows = []
-    for i, (model, gpu, n, tp, prompts, k, mean, clip, critic) in enumerate(RUNS):
+    for i, (model, gpu, n, tp, prompts, k, mean, clip, critic, lora) in enumerate(RUNS):
         for step in (2, 3):
             row = MeasuredStep(
                 run=f"run{i}",
@@ -56,6 +56,7 @@ def _rows(coefs: Coefficients) -> list[MeasuredStep]:
                 response_length_mean=mean * (1 + 0.1 * step),
                 response_length_max=1024.0 if clip else mean * 3,
                 response_clip_ratio=clip,
+                lora_rank=lora,
                 ref_s=1.0,  # a reference model scores: its time is set below
             )
             phases = simulate(replay(row), coefs)
@@ -83,7 +84,23 @@ def test_the_fit_reproduces_the_steps_of_a_known_model() -> None:
         for phase in PHASES:
             assert simulated[phase] == pytest.approx(row.measured(phase), rel=0.02), (row, phase)
     assert fitted.forward == pytest.approx(TRUTH.forward, rel=1e-6)
-    assert fitted.update_s == pytest.approx(TRUTH.update_s, rel=1e-6)
+    assert fitted.update_s_per_layer == pytest.approx(TRUTH.update_s_per_layer, rel=1e-6)
+
+
+def test_roofline_multipliers_stay_at_least_one() -> None:
+    # steps faster than the datasheet allows: the fit holds the multipliers at the roofline
+    rows = _rows(TRUTH.model_copy(update={"memory": 0.3, "forward": 0.5, "train": 0.5}))
+    fitted = fit(features(rows))
+    assert fitted.memory == 1.0 and fitted.forward == 1.0 and fitted.train == 1.0
+
+
+def test_a_run_out_of_the_domain_is_neither_fitted_nor_held_out() -> None:
+    rows = _rows(TRUTH)
+    slow = _rows(TRUTH.model_copy(update={"train": 10.0}))
+    marked = [r.model_copy(update={"out_of_domain": "a backend no other run has"}) for r in slow]
+    mixed = [r for r in rows if r.run != "run3"] + [r for r in marked if r.run == "run3"]
+    assert fit(features(mixed)).train == pytest.approx(TRUTH.train, rel=1e-6)
+    assert "run3" not in {e.run for e in leave_one_run_out(features(mixed))}
 
 
 def test_leave_one_run_out_predicts_the_held_out_run() -> None:

@@ -12,7 +12,7 @@ import yaml
 from cli_runner import cli, one_line_exit_2
 from rlguard.runtime.calib.calibrate import rows_from_logs
 from rlguard.runtime.calib.coefficients import load_coefficients
-from rlguard.runtime.calib.job import read_job
+from rlguard.runtime.calib.job import job_profile, read_job
 from rlguard.runtime.calib.replay import replay, simulate
 
 JOB = {
@@ -50,7 +50,8 @@ def test_a_job_file_simulates_with_the_calibrated_profile(monkeypatch, capsys, t
     config = payload["config"]
     assert config["name"] == "job" and config["n_gpus"] == 2 and config["k"] == 4
     assert config["profile"]["name"] == "calibrated-qwen2.5-0.5b-a100-tp1"
-    assert config["profile"]["phase_switch_s"] > 0  # the calibrated model pays the switch
+    shipped = job_profile(read_job(path), str(path), load_coefficients())
+    assert config["profile"]["phase_switch_s"] == pytest.approx(shipped.phase_switch_s)
 
 
 @pytest.mark.parametrize(

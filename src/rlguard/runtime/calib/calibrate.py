@@ -17,15 +17,11 @@ from rlguard.errors import InputError
 from rlguard.runtime.calib.coefficients import Coefficients, load_coefficients
 from rlguard.runtime.calib.job import JobFile, job_profile
 from rlguard.runtime.calib.measured import PHASES, MeasuredStep
-from rlguard.runtime.calib.replay import GENERATION, SWITCH, replay, simulate
+from rlguard.runtime.calib.replay import GENERATION, SCORING, SWITCH, TRAINING, replay, simulate
 from rlguard.runtime.calib.verl_logs import read_verl_log
 from rlguard.runtime.profiles import TimeProfile
 
-SCALED = {
-    "generation": GENERATION + SWITCH,
-    "scoring": ("forward", "pass_s"),
-    "training": ("train", "update_s"),
-}
+SCALED = {"generation": GENERATION + SWITCH, "scoring": SCORING, "training": TRAINING}
 NEEDED = {
     "response_length_mean": "response_length/mean",
     "prompt_length_mean": "prompt_length/mean",

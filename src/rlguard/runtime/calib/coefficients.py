@@ -2,17 +2,21 @@
 (calib/fit.py), that turn a model, a GPU and the engine's settings into a `TimeProfile`.
 
 Each coefficient multiplies a roofline time or counts seconds of overhead, so one fit serves every
-model and GPU in runtime/hardware.py:
+model and GPU in runtime/hardware.py. The terms are the ones the measurements call for
+(docs/runtime.md "Calibration"; terms that fitted to zero were dropped):
 
-- a decode step takes `memory` x (weights + the batch's KV cache read at full bandwidth)
-  + `compute` x (the batch's matmuls at peak FLOPs) + a launch overhead per layer (eager mode, as
-  verl ran vLLM until August 2025, or with CUDA graphs) + `seq_s` per sequence (sampling and
-  scheduling on the CPU). The sum replaces the roofline's max: measured steps pay both;
+- a decode step takes `memory` x (weights + the batch's KV cache read at full bandwidth) plus, in
+  eager mode (verl's vLLM default until August 2025), `eager_s_per_layer` per layer: the launch
+  and host overhead that dominates small batches. No measured run used CUDA graphs; with them the
+  model assumes that overhead gone, a lower bound;
+- with a LoRA adapter (vLLM's LoRA kernels on every linear layer) `lora_s_per_seq_layer` per
+  sequence and layer of every decode step;
 - prefill: `prefill` x its matmuls at peak;
 - the phase switch per step (weights into the engine, its wake and sleep): `switch_s` +
   `switch_s_per_gb` per GB of weights each GPU holds;
-- scoring and training: `forward` and `train` x their FLOPs at peak (1 / MFU), plus fixed seconds
-  per pass or update (offloaded weights loaded, workers launched).
+- scoring: `forward` x its FLOPs at peak (1 / MFU), plus per pass `pass_s_per_layer` per layer
+  and `pass_s_per_gb` per GB of weights (offloaded weights brought back, layers gathered);
+- training: `train` x its FLOPs at peak, plus `update_s_per_layer` per layer per update.
 """
 
 from __future__ import annotations
@@ -47,17 +51,16 @@ class Coefficients(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     memory: float = Field(ge=0, description="x roofline memory time of a decode step")
-    compute: float = Field(ge=0, description="x peak-FLOPs time of a decode step's matmuls")
     eager_s_per_layer: float = Field(ge=0, description="per decode step and layer, eager mode")
-    graph_s_per_layer: float = Field(ge=0, description="per decode step and layer, CUDA graphs")
-    seq_s: float = Field(ge=0, description="per sequence per decode step")
+    lora_s_per_seq_layer: float = Field(ge=0, description="per sequence and layer, LoRA adapter")
     prefill: float = Field(ge=0, description="x peak-FLOPs time of prefill")
     switch_s: float = Field(ge=0, description="phase switch per step")
     switch_s_per_gb: float = Field(ge=0, description="phase switch per GB of weights per GPU")
     forward: float = Field(ge=0, description="x peak-FLOPs time of a scoring pass (1 / MFU)")
-    pass_s: float = Field(ge=0, description="fixed seconds per scoring pass")
+    pass_s_per_layer: float = Field(ge=0, description="per scoring pass and layer")
+    pass_s_per_gb: float = Field(ge=0, description="per scoring pass and GB of weights")
     train: float = Field(ge=0, description="x peak-FLOPs time of an update (1 / MFU)")
-    update_s: float = Field(ge=0, description="fixed seconds per update")
+    update_s_per_layer: float = Field(ge=0, description="per update and layer")
 
 
 def train_flops_per_token(model: ModelSpec, lora: bool) -> float:
@@ -75,14 +78,14 @@ def calibrated_profile(
     lora: bool = False,
 ) -> TimeProfile:
     bandwidth, flops = tp * gpu.bandwidth, tp * gpu.bf16_flops
-    launch = c.eager_s_per_layer if engine.enforce_eager else c.graph_s_per_layer
+    launch = c.eager_s_per_layer if engine.enforce_eager else 0.0
     budget = engine.gpu_memory_utilization * gpu.memory_bytes
     kv_free = budget - model.weight_bytes / tp - ACTIVATION_RESERVE
     return TimeProfile(
         name=name,
         prefill_s_per_token=c.prefill * 2 * model.params / flops,
         decode_s_per_step=c.memory * model.weight_bytes / bandwidth + launch * model.layers,
-        decode_s_per_seq=c.compute * 2 * model.params / flops + c.seq_s,
+        decode_s_per_seq=c.lora_s_per_seq_layer * model.layers * lora,
         decode_s_per_context_token=c.memory * model.kv_bytes_per_token / bandwidth,
         score_s_per_token=c.forward * 2 * model.params / gpu.bf16_flops,
         train_s_per_token=c.train * train_flops_per_token(model, lora) / gpu.bf16_flops,
@@ -91,8 +94,9 @@ def calibrated_profile(
         gpus_per_actor=tp,
         kv_capacity_tokens=max(1, int(tp * kv_free // model.kv_bytes_per_token)),
         phase_switch_s=c.switch_s + c.switch_s_per_gb * model.weight_bytes / tp / GB,
-        score_s_per_pass=c.pass_s,
-        train_s_per_update=c.update_s,
+        score_s_per_pass=c.pass_s_per_layer * model.layers
+        + c.pass_s_per_gb * model.weight_bytes / GB,
+        train_s_per_update=c.update_s_per_layer * model.layers,
     )
 
 

@@ -20,7 +20,9 @@ from rlguard.runtime.calib.coefficients import Coefficients
 from rlguard.runtime.calib.measured import PHASES, MeasuredStep, by_run
 from rlguard.runtime.calib.replay import (
     GENERATION,
+    SCORING,
     SWITCH,
+    TRAINING,
     Replay,
     generation_features,
     replay,
@@ -30,6 +32,8 @@ from rlguard.runtime.calib.replay import (
 )
 
 MAX_ROUNDS = 50
+# Multipliers of roofline time never below 1: no measured step beats the datasheet.
+FLOOR = {"memory": 1.0, "prefill": 1.0, "forward": 1.0, "train": 1.0}
 
 
 @dataclass(frozen=True)
@@ -61,12 +65,16 @@ def _weights(rows: Sequence[MeasuredStep]) -> np.ndarray:
     return np.array([1 / np.sqrt(counts[r.run]) for r in rows])
 
 
-def _solve(a: np.ndarray, target: np.ndarray, weight: np.ndarray, what: str) -> np.ndarray:
+def _solve(
+    a: np.ndarray, target: np.ndarray, weight: np.ndarray, names: tuple[str, ...]
+) -> np.ndarray:
+    """Non-negative least squares on relative error, each coefficient at least its FLOOR."""
     if len(target) == 0:
-        raise InputError(f"no measured step has a {what} time to fit")
+        raise InputError(f"no measured step has a time to fit {names[0]}")
+    floor = np.array([FLOOR.get(name, 0.0) for name in names])
     scale = weight / target
-    coef, _ = nnls(a * scale[:, None], target * scale)
-    return coef
+    above, _ = nnls(a * scale[:, None], (target - a @ floor) * scale)
+    return floor + above
 
 
 def _fit_generation(feats: list[Features]) -> np.ndarray:
@@ -84,23 +92,24 @@ def _fit_generation(feats: list[Features]) -> np.ndarray:
         a = np.array(
             [np.concatenate([f.actors[i], f.switch]) for f, i in zip(used, chosen, strict=True)]
         )
-        coef = _solve(a, target, weight, "generation")
+        coef = _solve(a, target, weight, GENERATION + SWITCH)
     return coef
 
 
-def _fit_phase(feats: list[Features], phase: str) -> np.ndarray:
+def _fit_phase(feats: list[Features], phase: str, names: tuple[str, ...]) -> np.ndarray:
     used = [f for f in feats if f.row.measured(phase) is not None]
     a = np.array([getattr(f, phase) for f in used])
     target = np.array([f.row.measured(phase) for f in used])
-    return _solve(a, target, _weights([f.row for f in used]), phase)
+    return _solve(a, target, _weights([f.row for f in used]), names)
 
 
 def fit(feats: list[Features]) -> Coefficients:
-    gen = _fit_generation(feats)
-    forward, pass_s = _fit_phase(feats, "scoring")
-    train, update_s = _fit_phase(feats, "training")
-    named = dict(zip(GENERATION + SWITCH, gen.tolist(), strict=True))
-    return Coefficients(**named, forward=forward, pass_s=pass_s, train=train, update_s=update_s)
+    """Least squares over the runs the model covers (`MeasuredStep.out_of_domain` empty)."""
+    feats = [f for f in feats if not f.row.out_of_domain]
+    named = dict(zip(GENERATION + SWITCH, _fit_generation(feats).tolist(), strict=True))
+    named |= dict(zip(SCORING, _fit_phase(feats, "scoring", SCORING).tolist(), strict=True))
+    named |= dict(zip(TRAINING, _fit_phase(feats, "training", TRAINING).tolist(), strict=True))
+    return Coefficients(**named)
 
 
 @dataclass(frozen=True)
@@ -119,21 +128,26 @@ class RunError:
         return self.simulated_s / self.measured_s - 1
 
 
-def leave_one_run_out(feats: list[Features]) -> list[RunError]:
-    runs = by_run(f.row for f in feats)
+def run_errors(run: str, jobs: list[Replay], coefs: Coefficients) -> list[RunError]:
+    """One run's mean measured and simulated time per phase under these coefficients."""
+    simulated = [simulate(job, coefs) for job in jobs]
     errors = []
-    for run in runs:
+    for phase in PHASES:
+        pairs = [
+            (job.row.measured(phase), sim[phase])
+            for job, sim in zip(jobs, simulated, strict=True)
+            if job.row.measured(phase) is not None
+        ]
+        if pairs:
+            measured, sim = np.mean(pairs, axis=0)
+            errors.append(RunError(run, phase, len(pairs), float(measured), float(sim)))
+    return errors
+
+
+def leave_one_run_out(feats: list[Features]) -> list[RunError]:
+    """Each covered run simulated with the coefficients fitted to the others."""
+    errors = []
+    for run in by_run(f.row for f in feats if not f.row.out_of_domain):
         coefs = fit([f for f in feats if f.row.run != run])
-        jobs = [f.job for f in feats if f.row.run == run]
-        mine = [job.row for job in jobs]
-        simulated = [simulate(job, coefs) for job in jobs]
-        for phase in PHASES:
-            pairs = [
-                (row.measured(phase), sim[phase])
-                for row, sim in zip(mine, simulated, strict=True)
-                if row.measured(phase) is not None
-            ]
-            if pairs:
-                measured, sim = np.mean(pairs, axis=0)
-                errors.append(RunError(run, phase, len(pairs), float(measured), float(sim)))
+        errors += run_errors(run, [f.job for f in feats if f.row.run == run], coefs)
     return errors

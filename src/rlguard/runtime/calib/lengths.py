@@ -51,7 +51,11 @@ def fit_body(
 ) -> tuple[float, float, float]:
     """(median, sigma, runaway share) of a step with these statistics. With responses below the
     cap and no clipping, `longest` (the step's max) sets sigma: it is the body's 1 - 1/(samples+1)
-    quantile; otherwise `sigma` is the body's spread and runaways make up the clip ratio."""
+    quantile; otherwise `sigma` is the body's spread and runaways make up the clip ratio. A max
+    at the cap means at least one response was clipped, whatever the rounded ratio says (verl
+    logs it to three decimals: 0.000 for one in 5,120)."""
+    if longest is not None and longest >= cap:
+        clip = max(clip, 1 / samples)
     if not 0 < mean < cap:
         raise InputError(f"mean response length {mean:g} must be in (0, max_response {cap:g})")
     if longest is not None and longest < cap and clip == 0 and longest > mean:

@@ -64,6 +64,9 @@ class MeasuredStep(BaseModel):
     actor_strategy: Literal["fsdp", "fsdp2", "megatron"] = "fsdp"
     param_offload: bool = False
     lora_rank: int = Field(0, ge=0)
+    out_of_domain: str = Field(
+        "", description="why the fit leaves this run out (a term no other run could fit)"
+    )
     notes: str = ""
 
     @property

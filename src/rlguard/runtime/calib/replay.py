@@ -30,8 +30,10 @@ from rlguard.runtime.sim.serverful import serverful_step
 from rlguard.runtime.sim.setups import Setup
 from rlguard.runtime.sim.workload import PromptPool, StepBatch
 
-GENERATION = ("memory", "compute", "eager_s_per_layer", "graph_s_per_layer", "seq_s", "prefill")
+GENERATION = ("memory", "eager_s_per_layer", "lora_s_per_seq_layer", "prefill")
 SWITCH = ("switch_s", "switch_s_per_gb")
+SCORING = ("forward", "pass_s_per_layer", "pass_s_per_gb")
+TRAINING = ("train", "update_s_per_layer")
 
 
 def engine_of(row: MeasuredStep) -> Engine:
@@ -104,20 +106,18 @@ def generation_features(job: Replay) -> tuple[np.ndarray, np.ndarray]:
     switch are these rows times the coefficients (dot product). The schedule does not depend on
     the coefficients (no compute floor, no migration), so one simulation gives the counts."""
     model, tp, eager = job.model, job.row.rollout_tp, job.engine.enforce_eager
+    lora = job.row.lora_rank > 0
     split = equal_count_split(len(job.batch.keys), job.row.n_gpus // tp)
     gen = simulate_generation(split, job.batch, job.profile(_UNIT), dedup=True, tau=None)
     bandwidth, flops = tp * job.gpu.bandwidth, tp * job.gpu.bf16_flops
-    per_seq = 2 * model.params / flops
     actors = np.array(
         [
             [
                 (w.steps * model.weight_bytes + w.context_tokens * model.kv_bytes_per_token)
                 / bandwidth,
-                w.seq_steps * per_seq,
                 w.steps * model.layers * eager,
-                w.steps * model.layers * (not eager),
-                w.seq_steps,
-                w.prefill_tokens * per_seq,
+                w.seq_steps * model.layers * lora,
+                w.prefill_tokens * 2 * model.params / flops,
             ]
             for w in gen.actor_work
         ]
@@ -126,24 +126,27 @@ def generation_features(job: Replay) -> tuple[np.ndarray, np.ndarray]:
 
 
 def scoring_features(job: Replay) -> np.ndarray:
-    """(forward FLOPs time at peak over all GPUs, passes): scoring = this . (forward, pass_s)."""
+    """Scoring = this . SCORING: (forward FLOPs time at peak over all GPUs, pass-layers,
+    pass-GBs of weights)."""
     passes = job.setup.scoring_passes()
     flops = passes * job.batch.sequence_tokens() * 2 * job.model.params
-    return np.array([flops / (job.row.n_gpus * job.gpu.bf16_flops), passes])
+    model = job.model
+    return np.array(
+        [
+            flops / (job.row.n_gpus * job.gpu.bf16_flops),
+            passes * model.layers,
+            passes * model.weight_bytes / GB,
+        ]
+    )
 
 
 def training_features(job: Replay) -> np.ndarray:
+    """Training = this . TRAINING: (update FLOPs time at peak over all GPUs, update-layers)."""
     updates = job.setup.training_passes()
     per_token = train_flops_per_token(job.model, job.row.lora_rank > 0)
     flops = updates * job.batch.sequence_tokens() * per_token
-    return np.array([flops / (job.row.n_gpus * job.gpu.bf16_flops), updates])
+    return np.array([flops / (job.row.n_gpus * job.gpu.bf16_flops), updates * job.model.layers])
 
 
 # Any positive coefficients give the same schedule; these make a valid counting profile.
-_UNIT = Coefficients(
-    **dict.fromkeys(GENERATION + SWITCH, 1.0),
-    forward=1.0,
-    pass_s=0.0,
-    train=1.0,
-    update_s=0.0,
-)
+_UNIT = Coefficients(**dict.fromkeys(GENERATION + SWITCH + SCORING + TRAINING, 1.0))

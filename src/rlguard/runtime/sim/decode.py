@@ -40,7 +40,7 @@ from rlguard.runtime.sim.workload import StepBatch
 @dataclass(frozen=True)
 class ActorWork:
     """What one actor's generation did, counted in steps and tokens: its time is linear in these
-    for any profile without a compute floor (calib/decode_fit.py fits that line)."""
+    for any profile without a compute floor (calib/fit.py fits that line)."""
 
     steps: int  # decode steps
     seq_steps: int  # sequences summed over decode steps (tokens decoded)
