@@ -7,6 +7,7 @@ import pytest
 
 from rlguard.errors import InputError
 from rlguard.runtime.calib.lengths import fit_body
+from rlguard.runtime.calib.workloads import WORKLOADS
 from rlguard.runtime.sim.workload import LengthModel, PromptPool
 
 
@@ -42,3 +43,20 @@ def test_impossible_statistics_are_refused() -> None:
         fit_body(3000.0, 2048, 0.0, 0.45, None, 100)
     with pytest.raises(InputError, match="no length model"):
         fit_body(100.0, 2048, 0.5, 0.45, None, 100)  # half at the cap: mean >= 1024
+
+
+def test_a_max_at_the_cap_counts_one_clipped_response() -> None:
+    # verl rounds the clip ratio to 0.000 for one response in 5,120; its max says one hit the cap
+    _, _, runaway = fit_body(195.0, 1024, 0.0, 0.45, 1024.0, 5120)
+    assert 0 < runaway <= 1 / 5120  # the body's own tail may clip a little too
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_each_paper_workload_has_its_mean_and_clip_ratio(name: str) -> None:
+    stats = WORKLOADS[name]
+    model = stats.length_model(100_000)
+    batch = PromptPool(model, seed=3).batch(0, 0, 20_000, 5)
+    assert batch.lengths.mean() == pytest.approx(stats.response_length_mean, rel=0.03)
+    clipped = (batch.lengths == model.max_response).mean()
+    assert clipped == pytest.approx(stats.response_clip_ratio, rel=0.2, abs=4e-4)
+    assert stats.describe()["source"]
