@@ -17,10 +17,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rlguard.runtime.calib.workloads import WORKLOADS
-
 from rlguard.io import write_json
 from rlguard.runtime.calib.coefficients import Engine, calibrated_profile, load_coefficients
+from rlguard.runtime.calib.workloads import WORKLOADS
 from rlguard.runtime.hardware import L40S, model_spec
 from rlguard.runtime.pricing import load_prices
 from rlguard.runtime.sim.experiment import run_setup
