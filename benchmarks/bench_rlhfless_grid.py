@@ -18,12 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from rlguard.io import write_json
-from rlguard.runtime.calib.coefficients import Engine, calibrated_profile, load_coefficients
+from rlguard.runtime.calib.coefficients import Engine
+from rlguard.runtime.calib.job import calibrated_for
 from rlguard.runtime.calib.workloads import WORKLOADS
-from rlguard.runtime.hardware import L40S, model_spec
 from rlguard.runtime.pricing import load_prices
 from rlguard.runtime.sim.experiment import run_setup
-from rlguard.runtime.sim.roofline import Assumptions, tensor_parallel
 from rlguard.runtime.sim.setups import PAPER_RESULTS, Setup
 
 MODELS = ("qwen2.5-3b", "qwen2.5-7b")
@@ -53,10 +52,7 @@ def cell_setup(model: str, algorithm: str, workload: str, scale: str, engine: En
 
 
 def run_cell(setup: Setup, model: str, engine: Engine, seeds: int) -> dict[str, Any]:
-    spec = model_spec(model, "model")
-    a = Assumptions(gpu_memory_utilization=engine.gpu_memory_utilization)
-    tp = tensor_parallel(spec, L40S, a)
-    profile = calibrated_profile(setup.profile, load_coefficients(), spec, L40S, tp, engine)
+    profile = calibrated_for(model, "l40s", engine, "bench_rlhfless_grid")
     payload = run_setup(setup, profile, load_prices(None), range(seeds))
     base, ablation = payload["baseline"], payload["ablation"]
     paper_only = ablation["no-overlap"]

@@ -15,7 +15,7 @@ import numpy as np
 
 from rlguard.errors import InputError
 from rlguard.runtime.calib.coefficients import Coefficients, load_coefficients
-from rlguard.runtime.calib.job import JobFile, job_profile
+from rlguard.runtime.calib.job import JobFile, calibrated_job_profile
 from rlguard.runtime.calib.measured import PHASES, MeasuredStep
 from rlguard.runtime.calib.replay import GENERATION, SCORING, SWITCH, TRAINING, replay, simulate
 from rlguard.runtime.calib.verl_logs import read_verl_log
@@ -43,7 +43,7 @@ class PhaseFit:
 
 def rows_from_logs(job: JobFile, where: str, logs: list[Path]) -> list[MeasuredStep]:
     """One row per logged step, the first step of each log left out (it warms up)."""
-    tp = job_profile(job.model_copy(update={"profile": None}), where).gpus_per_actor
+    tp = calibrated_job_profile(job, where).gpus_per_actor
     rows = []
     for log in logs:
         steps = read_verl_log(log)
@@ -101,5 +101,5 @@ def calibrate(job: JobFile, where: str, logs: list[Path]) -> tuple[TimeProfile, 
     """The job's profile scaled to its logs, and what each phase's scale came from."""
     rows = rows_from_logs(job, where, logs)
     coefficients, fits = fit_scales(rows, load_coefficients())
-    profile = job_profile(job.model_copy(update={"profile": None}), where, coefficients)
+    profile = calibrated_job_profile(job, where, coefficients)
     return profile, fits

@@ -3,7 +3,7 @@ model, GPUs, batch, length statistics, engine settings and algorithm, turned int
 the calibrated `TimeProfile` for that model, GPU and engine (or a profile of the user's own, e.g.
 one `rlguard runtime calibrate` fitted to their verl logs).
 
-Example (examples/runtime/qwen2.5-7b-gsm8k-h100.yaml):
+Example:
 
     model: qwen2.5-7b
     gpu: h100
@@ -121,17 +121,45 @@ def job_profile(job: JobFile, where: str, coefficients: Coefficients | None = No
         if not path.is_absolute():
             path = Path(where).parent / path
         return load_profile(path if path.is_file() else job.profile)
-    model = model_spec(job.model, f"{where}: field 'model'")
-    gpu = gpu_spec(job.gpu, f"{where}: field 'gpu'")
-    engine = job.engine_settings()
+    return calibrated_job_profile(job, where, coefficients)
+
+
+def calibrated_job_profile(
+    job: JobFile, where: str, coefficients: Coefficients | None = None
+) -> TimeProfile:
+    """The calibrated profile of the job's model, GPU and engine, whatever profile it names."""
+    return calibrated_for(
+        job.model,
+        job.gpu,
+        job.engine_settings(),
+        where,
+        tp=job.rollout_tp,
+        lora=job.lora_rank > 0,
+        coefficients=coefficients,
+    )
+
+
+def calibrated_for(
+    model_key: str,
+    gpu_key: str,
+    engine: Engine,
+    where: str,
+    tp: int | None = None,
+    lora: bool = False,
+    coefficients: Coefficients | None = None,
+) -> TimeProfile:
+    """The calibrated profile of a catalog model on a catalog GPU under an engine, at tensor
+    parallel `tp` or the roofline's rule (the smallest that fits); `where` names errors."""
+    model = model_spec(model_key, f"{where}: field 'model'")
+    gpu = gpu_spec(gpu_key, f"{where}: field 'gpu'")
     assumed = Assumptions(gpu_memory_utilization=engine.gpu_memory_utilization)
-    tp = job.rollout_tp or tensor_parallel(model, gpu, assumed)
+    tp = tp or tensor_parallel(model, gpu, assumed)
     return calibrated_profile(
-        f"calibrated-{job.model}-{job.gpu}-tp{tp}",
+        f"calibrated-{model_key}-{gpu_key}-tp{tp}",
         coefficients or load_coefficients(),
         model,
         gpu,
         tp,
         engine,
-        lora=job.lora_rank > 0,
+        lora=lora,
     )
