@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pydantic import BaseModel, ConfigDict, Field
 
 from rlguard.cluster.policies.base import Policy
-from rlguard.cluster.policies.fifo import Fifo
+from rlguard.cluster.policies.fifo import Fifo, FifoStrict
 from rlguard.cluster.policies.gittins import Gittins
 from rlguard.cluster.policies.slaq import Slaq
 from rlguard.cluster.policies.srtf import SrtfEst
@@ -21,6 +21,7 @@ from rlguard.cluster.stopping.patience import EmaPatience, Patience
 
 BASES: dict[str, Callable[[], Policy]] = {
     "fifo": Fifo,
+    "fifo-strict": FifoStrict,
     "srtf-est": SrtfEst,
     "tiresias": Tiresias,
     "gittins": Gittins.default,
