@@ -86,11 +86,10 @@ class Tiresias(Policy):
         self._next = 0  # the place the next job joining a queue takes
 
     def priority(self, view: ClusterView) -> np.ndarray:
+        """Queue, then place in it, as one number: places are below `_next`, and far below 2**53."""
         self._update(view)
         rows = view.rows
-        keys = np.empty(len(rows))
-        keys[np.lexsort((self._place[rows], self._queue[rows]))] = np.arange(len(rows))
-        return keys
+        return (self._queue[rows] * (self._next + 1) + self._place[rows]).astype(float)
 
     def next_change_s(self, view: ClusterView) -> float | None:
         known = self._known(view)
@@ -124,20 +123,16 @@ class Tiresias(Policy):
         if not len(rows):
             return
         self._grow(int(rows.max()) + 1)
-        new = ~self._known(view)
+        new = self._submit[rows] != view.submit_s  # never seen (NaN), or another job's row
         if later:
-            self._running_first(view, np.flatnonzero(~new))
-        arrived = np.flatnonzero(new)
-        arrived = arrived[np.lexsort((rows[arrived], view.submit_s[arrived]))]
-        r = rows[arrived]
-        self._submit[r] = view.submit_s[arrived]
-        self._queue[r], self._base[r], self._anchor[r] = 0, 0.0, np.nan
-        self._append(r)
+            self._running_first(view, ~new)
+        if new.any():
+            self._arrive(view, np.flatnonzero(new))
         since = view.executed_s - self._base[rows]
-        first_run = view.running & (since > 0) & np.isnan(self._anchor[rows])
-        self._anchor[rows[first_run]] = self._waited_total(view)[first_run]
         self._demote(view, since)
         if self._promotes:
+            first_run = view.running & (since > 0) & np.isnan(self._anchor[rows])
+            self._anchor[rows[first_run]] = self._waited_total(view)[first_run]
             self._promote(view, since)
 
     def _running_first(self, view: ClusterView, old: np.ndarray) -> None:
@@ -145,9 +140,18 @@ class Tiresias(Policy):
         waiting ones (each group keeps its order). Done once per instant, before this instant's
         arrivals, demotions and promotions join the ends of their queues."""
         rows = view.rows[old]
-        ranked = rows[np.lexsort((self._place[rows], ~view.running[old], self._queue[rows]))]
+        group = 2 * self._queue[rows] + ~view.running[old]  # queue, then running before waiting
+        ranked = rows[np.argsort(group * (self._next + 1) + self._place[rows])]
         self._place[ranked] = np.arange(len(ranked))
         self._next = len(ranked)
+
+    def _arrive(self, view: ClusterView, new: np.ndarray) -> None:
+        """New jobs join the end of the top queue in submission order."""
+        new = new[np.lexsort((view.rows[new], view.submit_s[new]))]
+        rows = view.rows[new]
+        self._submit[rows] = view.submit_s[new]
+        self._queue[rows], self._base[rows], self._anchor[rows] = 0, 0.0, np.nan
+        self._append(rows)
 
     def _demote(self, view: ClusterView, since: np.ndarray) -> None:
         """Running jobs past their queue's threshold join the end of the queue they crossed into,
