@@ -22,11 +22,11 @@ platform checkpoints and restores jobs.
 
 State, kept per row of the visible table (`view.rows`, a job's stable handle while it is active;
 checked against its submit time, and cleared when the clock runs backwards, i.e. a new run): its
-queue, its place in the queue (a sequence number, renumbered every call), its executed time at its
-last promotion, and its waiting total when it first ran after that. Everything is derived from the
-view at each call, so a pass the engine makes without asking the policy (all waiting jobs fit)
-loses nothing: a demotion in between is placed by the moment it happened, computed from the
-service the job has attained. Vectorized over the view: no Python loop per job.
+queue, its place in the queue (a sequence number, renumbered at each new instant), its executed
+time at its last promotion, and its waiting total when it first ran after that. The rest is
+derived from the view at each call, so a pass the engine makes without asking the policy (all
+waiting jobs fit) loses nothing: a demotion in between is placed by the moment it happened,
+computed from the service the job has attained. Vectorized over the view: no Python loop per job.
 """
 
 from __future__ import annotations
