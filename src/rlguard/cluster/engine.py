@@ -1,8 +1,11 @@
-"""The discrete-event engine: arrivals, evals (the last one completes a job) and scheduling ticks.
+"""The discrete-event engine: arrivals, evals (the last one completes a job), scheduling ticks
+and wake-ups.
 
 One heap of (time, seq, kind, row, epoch) events. A running job has exactly one pending event, its
 next eval; preempting it bumps the job's epoch, so that event goes stale and is skipped when popped
-(lazy invalidation). Events at the same instant are all applied before one scheduling pass.
+(lazy invalidation). Events at the same instant are all applied before one scheduling pass. An
+event-driven policy (no `tick_s`) may name the time its order next changes on its own
+(`next_change_s`); a wake-up then runs a pass at that time.
 Deterministic: the only randomness is in the workload, fixed by its seed.
 """
 
@@ -19,7 +22,7 @@ from rlguard.cluster.nodes import Nodes
 from rlguard.cluster.scheduler import Scheduler
 from rlguard.cluster.view import ClusterView, VisibleTable
 
-ARRIVAL, EVAL, TICK = 0, 1, 2
+ARRIVAL, EVAL, TICK, WAKE = 0, 1, 2, 3
 
 
 @dataclass
@@ -39,12 +42,15 @@ class RunResult:
     events: int
 
 
-def greedy_admit(gpus: np.ndarray, capacity: int) -> np.ndarray:
-    """Admit jobs in order while they fit; one that does not fit is skipped (backfill)."""
+def greedy_admit(gpus: np.ndarray, capacity: int, backfill: bool = True) -> np.ndarray:
+    """Admit jobs in order while they fit; one that does not fit is skipped (backfill), or, with
+    `backfill` off, ends the admission (head-of-line blocking)."""
     admitted = np.zeros(len(gpus), dtype=bool)
     cumulative = np.cumsum(gpus)
     head = int(np.searchsorted(cumulative, capacity, side="right"))
     admitted[:head] = True
+    if not backfill:
+        return admitted
     left = capacity - (int(cumulative[head - 1]) if head else 0)
     start = head
     while left > 0 and start < len(gpus):
@@ -102,6 +108,7 @@ class Engine:
         self._seq = 0
         self._done = 0
         self._dirty = False
+        self._wake_s = np.inf  # the earliest wake-up in the heap that is still ahead
 
     # -- event plumbing -------------------------------------------------------------------------
     def _push(self, t: float, kind: int, row: int = -1, epoch: int = 0) -> None:
@@ -131,12 +138,18 @@ class Engine:
                 if self._done < n:
                     self._push(t + tick, TICK)
                 events += 1
+            elif kind == WAKE:
+                self._dirty = self._dirty or bool(self._pending)
+                self._wake_s = np.inf if t >= self._wake_s else self._wake_s
+                events += 1
             elif epoch == self._epoch[row]:  # an eval not made stale by a preemption
                 self._on_eval(t, row)
                 events += 1
             if not heap or heap[0][0] > t:  # the instant is over: one scheduling pass
                 if self._dirty:
                     self._schedule(t, preempt=self.scheduler.preemptive and round_due)
+                    if tick is None and self._pending:
+                        self._plan_wake(t)
                 round_due = tick is None
         return RunResult(
             scheduler=self.scheduler.name,
@@ -243,41 +256,58 @@ class Engine:
         self._push(t + self._duration[row] / n, EVAL, row, int(self._epoch[row]))
 
     # -- scheduling -------------------------------------------------------------------------------
+    def _active_view(self, t: float) -> ClusterView:
+        rows = np.fromiter(sorted(self._running | self._pending), dtype=np.int64)
+        return ClusterView(self.table, rows, t, self.nodes.capacity)
+
+    def _plan_wake(self, t: float) -> None:
+        """Ask an event-driven policy when its order next changes; keep the earliest wake-up."""
+        due = self.scheduler.next_change_s(self._active_view(t))
+        if due is not None and t < due < self._wake_s:
+            self._wake_s = due
+            self._push(due, WAKE)
+
     def _schedule(self, t: float, preempt: bool) -> None:
         """One scheduling pass: start the policy's best jobs, displacing others if `preempt`."""
         self._dirty = False
         if not self._pending:
             return
         free = self.nodes.free_total
+        backfill = self.scheduler.backfill
         if self._pending_gpus <= free:  # everything fits: any work-conserving policy runs all
-            for row in sorted(self._pending, key=lambda r: (self.table.submit_s[r], r)):
-                placement = self.nodes.place(int(self.table.gpus[row]))
-                if placement is not None:
-                    self._start(t, row, placement)
+            pending = sorted(self._pending, key=lambda r: (self.table.submit_s[r], r))
+            self._start_in_order(t, pending, backfill)
             return
-        rows = np.fromiter(sorted(self._running | self._pending), dtype=np.int64)
-        view = ClusterView(self.table, rows, t, self.nodes.capacity)
-        ordered = self.scheduler.order(view)
+        ordered = self.scheduler.order(self._active_view(t))
         running = self.table.running[ordered]
         if preempt:
-            admitted = greedy_admit(self.table.gpus[ordered], self.nodes.capacity)
+            admitted = greedy_admit(self.table.gpus[ordered], self.nodes.capacity, backfill)
             desired, displaced = ordered[admitted & ~running], ordered[~admitted & running].tolist()
         else:
             waiting = ordered[~running]
-            desired, displaced = waiting[greedy_admit(self.table.gpus[waiting], free)], []
+            desired = waiting[greedy_admit(self.table.gpus[waiting], free, backfill)]
+            displaced = []
         for row in displaced:
             self.nodes.release(self._placement[row])
-        for row in desired.tolist():
-            placement = self.nodes.place(int(self.table.gpus[row]))
-            if placement is not None:
-                self._start(t, row, placement)
+        self._start_in_order(t, desired.tolist(), backfill)
         for row in displaced:  # undo a preemption whose GPUs no start could use
             if self.nodes.fits_back(self._placement[row]):
                 self.nodes.take(self._placement[row])
             else:
                 self._placement[row] = []  # its GPUs were released above
                 self._preempt(t, row)
-        self._backfill(t, ordered[~self.table.running[ordered]], set(displaced))
+        if backfill:
+            self._backfill(t, ordered[~self.table.running[ordered]], set(displaced))
+
+    def _start_in_order(self, t: float, rows: list[int], backfill: bool) -> None:
+        """Start jobs in order where placement finds them GPUs; without backfill, the first one
+        that cannot be placed (GPUs free but fragmented across nodes) stops the rest."""
+        for row in rows:
+            placement = self.nodes.place(int(self.table.gpus[row]))
+            if placement is not None:
+                self._start(t, row, placement)
+            elif not backfill:
+                return
 
     def _backfill(self, t: float, pending: np.ndarray, skip: set[int]) -> None:
         """Fill GPUs left free by fragmentation with the best pending jobs that fit."""

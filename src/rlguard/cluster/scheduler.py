@@ -29,8 +29,15 @@ class Scheduler:
         return self.policy.preemptive
 
     @property
+    def backfill(self) -> bool:
+        return self.policy.backfill
+
+    @property
     def tick_s(self) -> float | None:
         return self.policy.tick_s
+
+    def next_change_s(self, view: ClusterView) -> float | None:
+        return self.policy.next_change_s(view)
 
     def priority(self, view: ClusterView) -> np.ndarray:
         return self.policy.priority(view)
