@@ -64,6 +64,8 @@ def test_a_job_file_simulates_with_the_calibrated_profile(monkeypatch, capsys, t
         ({"response_length_mean": 5000}, "field 'response_length_mean'"),
         ({"engine": {"gpu_memory_utilization": 1.5}}, "engine.gpu_memory_utilization"),
         ({"batch": 3}, "field 'batch'"),
+        ({"trainer": {"strategy": "megatron", "tp": 4}}, "tp x pp = 4 does not divide 2 GPUs"),
+        ({"trainer": {"micro_batch_per_gpu": 0}}, "trainer.micro_batch_per_gpu"),
     ],
 )
 def test_bad_job_fields_are_one_line_exit_2(monkeypatch, capsys, tmp_path, change, needle):

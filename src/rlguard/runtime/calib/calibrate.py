@@ -69,6 +69,12 @@ def rows_from_logs(job: JobFile, where: str, logs: list[Path]) -> list[MeasuredS
                     max_prompt_length=job.max_prompt_length,
                     max_response_length=job.max_response_length,
                     lora_rank=job.lora_rank,
+                    actor_strategy=job.trainer.strategy,
+                    train_tp=job.trainer.tp,
+                    train_pp=job.trainer.pp,
+                    train_vpp=job.trainer.vpp,
+                    micro_batch_per_gpu=job.trainer.micro_batch_per_gpu,
+                    mini_batch_prompts=job.trainer.mini_batch_prompts,
                     **{k: v for k, v in values.items() if k in MeasuredStep.model_fields},
                 )
             )
