@@ -124,16 +124,46 @@ def comm_s_per_token(
     return _fsdp(model, gpu, layout, flops_per_token, train, lora)
 
 
+def tensor_parallel_s_per_token(model: ModelSpec, gpu: GpuSpec, tp: int, train: bool) -> float:
+    """Megatron's TP all-reduces of a scoring pass or an update, GPU-seconds a token."""
+    each = ring_all_reduce_s(2 * model.hidden, tp, gpu.interconnect)
+    return model.layers * ALL_REDUCES_PER_LAYER[train] * tp * each
+
+
+def optimizer_sync_s(model: ModelSpec, gpu: GpuSpec, tp: int, pp: int, dp: int) -> float:
+    """Wall seconds of one optimizer step's sync by Megatron's distributed optimizer."""
+    share = model.params / (tp * pp)
+    bw = gpu.interconnect
+    return ring_all_gather_s(4 * share, dp, bw) + ring_all_gather_s(2 * share, dp, bw)
+
+
+def fsdp_exposed_s_per_token(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    n_gpus: int,
+    micro_tokens: float,
+    flops_per_token: float,
+    train: bool,
+    lora: bool,
+) -> float:
+    """FSDP's gathers (and an update's gradient reduce-scatter) that a micro-batch of
+    `micro_tokens` tokens per GPU does not hide behind its compute at peak, GPU-seconds a token."""
+    gather = ring_all_gather_s(model.weight_bytes, n_gpus, gpu.interconnect)
+    comm = gather
+    if train:
+        grads = 0.0 if lora else ring_all_gather_s(4 * model.params, n_gpus, gpu.interconnect)
+        comm += gather + grads
+    compute = micro_tokens * flops_per_token / gpu.bf16_flops
+    return max(0.0, comm - compute) / micro_tokens
+
+
 def _megatron(
     model: ModelSpec, gpu: GpuSpec, layout: TrainLayout, train: bool, lora: bool
 ) -> float:
-    bw, tp = gpu.interconnect, layout.tp
-    per_layer = ALL_REDUCES_PER_LAYER[train] * tp * ring_all_reduce_s(2 * model.hidden, tp, bw)
-    tensor_parallel = model.layers * per_layer * layout.stretch()
+    tensor_parallel = tensor_parallel_s_per_token(model, gpu, layout.tp, train) * layout.stretch()
     if not train or lora:
         return tensor_parallel
-    share = model.params / (tp * layout.pp)
-    sync = ring_all_gather_s(4 * share, layout.dp, bw) + ring_all_gather_s(2 * share, layout.dp, bw)
+    sync = optimizer_sync_s(model, gpu, layout.tp, layout.pp, layout.dp)
     return tensor_parallel + sync * layout.n_gpus / (layout.mini_batch * layout.sequence_tokens)
 
 
@@ -145,10 +175,5 @@ def _fsdp(
     train: bool,
     lora: bool,
 ) -> float:
-    n, bw = layout.n_gpus, gpu.interconnect
-    gather = ring_all_gather_s(model.weight_bytes, n, bw)
-    comm = gather
-    if train:
-        comm += gather + (0.0 if lora else ring_all_gather_s(4 * model.params, n, bw))
     tokens = layout.micro_batch * layout.sequence_tokens
-    return max(0.0, comm - tokens * flops_per_token / gpu.bf16_flops) / tokens
+    return fsdp_exposed_s_per_token(model, gpu, layout.n_gpus, tokens, flops_per_token, train, lora)
