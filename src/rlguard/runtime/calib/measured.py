@@ -77,7 +77,7 @@ class MeasuredStep(BaseModel):
     param_offload: bool = False
     lora_rank: int = Field(0, ge=0)
     out_of_domain: str = Field(
-        "", description="why the fit leaves this run out (a term no other run could fit)"
+        "", description="why no fit uses this run (leave-one-run-out still predicts it)"
     )
     notes: str = ""
 
