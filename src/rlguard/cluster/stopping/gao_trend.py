@@ -24,6 +24,7 @@ from scipy import stats
 
 from rlguard.cluster.events import CONTINUE, Decision, EvalEvent
 from rlguard.cluster.stopping.base import StopRule
+from rlguard.cluster.stopping.contrast import contrast_t
 
 
 @dataclass(slots=True)
@@ -68,19 +69,14 @@ class GaoTrend(StopRule):
         return CONTINUE
 
 
-def slope_t_statistic(progress: np.ndarray, scores: np.ndarray) -> float:
-    """t statistic of the fitted slope of a0 + a1 p - a2 p ln p at the last progress point."""
+def gao_design(progress: np.ndarray) -> np.ndarray:
+    """Columns 1, p, -p ln p: Gao's RL form with d = c p, linear in its coefficients."""
     # p ln p -> 0 as p -> 0: an eval at progress 0 (before training) is a valid point
     p_log_p = progress * np.log(np.where(progress > 0, progress, 1.0))
-    design = np.column_stack([np.ones_like(progress), progress, -p_log_p])
-    coef, *_ = np.linalg.lstsq(design, scores, rcond=None)
-    residuals = scores - design @ coef
-    dof = len(scores) - 3
-    sigma2 = float(residuals @ residuals) / dof
+    return np.column_stack([np.ones_like(progress), progress, -p_log_p])
+
+
+def slope_t_statistic(progress: np.ndarray, scores: np.ndarray) -> float:
+    """t statistic of the fitted slope of a0 + a1 p - a2 p ln p at the last progress point."""
     gradient = np.array([0.0, 1.0, -(np.log(progress[-1]) + 1.0)])
-    covariance = np.linalg.pinv(design.T @ design)
-    variance = float(gradient @ covariance @ gradient) * sigma2
-    slope = float(gradient @ coef)
-    if variance <= 0.0:
-        return -np.inf if slope < 0 else np.inf
-    return slope / np.sqrt(variance)
+    return contrast_t(gao_design(progress), scores, gradient)
