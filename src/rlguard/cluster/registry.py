@@ -16,6 +16,7 @@ from rlguard.cluster.policies.tiresias import Tiresias
 from rlguard.cluster.stopping.base import StopRule
 from rlguard.cluster.stopping.competitors import FixedProgress, LossPlateau
 from rlguard.cluster.stopping.evalstop import EvalStop
+from rlguard.cluster.stopping.gao_drop import GaoDrop
 from rlguard.cluster.stopping.gao_trend import GaoTrend
 from rlguard.cluster.stopping.patience import EmaPatience, Patience
 
@@ -47,4 +48,5 @@ RULES: dict[str, Callable[[RuleParams], StopRule | None]] = {
     "patience": lambda p: Patience(),
     "ema-patience": lambda p: EmaPatience(),
     GaoTrend.name: lambda p: GaoTrend(),
+    GaoDrop.name: lambda p: GaoDrop(),
 }
