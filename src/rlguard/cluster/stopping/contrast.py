@@ -1,4 +1,5 @@
-"""The one statistic the trend rules share: the t of a linear contrast of a least-squares fit.
+"""What the trend rules test with: the t of a linear contrast of a least-squares fit, and its
+one-sided critical value.
 
 Why one helper: GaoTrend's slope, GaoDrop's fall from the fitted best and its fall after a break
 are all c . coef for some vector c of a model fitted by ordinary least squares, with the noise
@@ -8,7 +9,10 @@ design matrix and its contrast.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
+from scipy import stats
 
 NEGLIGIBLE = 1e-9
 """A contrast smaller than this (in score units, scores lie in [0, 1]) is rounding, not a signal."""
@@ -30,3 +34,9 @@ def contrast_t(design: np.ndarray, scores: np.ndarray, contrast: np.ndarray) -> 
     if variance <= 0.0:
         return -np.inf if value < 0 else np.inf
     return value / np.sqrt(variance)
+
+
+@lru_cache(maxsize=512)
+def critical_t(level: float, dof: int) -> float:
+    """The one-sided critical value: P(T > t) = level for Student's t with `dof` degrees."""
+    return float(stats.t.ppf(1.0 - level, dof))

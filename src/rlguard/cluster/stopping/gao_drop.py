@@ -24,21 +24,13 @@ noisy ones), so `break_alpha` is a threshold, not the break test's false-alarm r
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
 
 from rlguard.cluster.events import CONTINUE, Decision, EvalEvent
 from rlguard.cluster.stopping.base import StopRule
-from rlguard.cluster.stopping.contrast import contrast_t
-from rlguard.cluster.stopping.gao_trend import gao_design
-
-
-@dataclass(slots=True)
-class _History:
-    progress: list[float] = field(default_factory=list)
-    scores: list[float] = field(default_factory=list)
+from rlguard.cluster.stopping.contrast import contrast_t, critical_t
+from rlguard.cluster.stopping.gao_trend import History, gao_design
 
 
 class GaoDrop(StopRule):
@@ -65,17 +57,11 @@ class GaoDrop(StopRule):
             )
         self.alpha, self.break_alpha = alpha, break_alpha
         self.warmup, self.after_best = warmup, after_best
-        self._t_crit: dict[tuple[float, int], float] = {}
 
-    def new_state(self) -> _History:
-        return _History()
+    def new_state(self) -> History:
+        return History()
 
-    def _critical(self, level: float, dof: int) -> float:
-        if (level, dof) not in self._t_crit:
-            self._t_crit[level, dof] = float(stats.t.ppf(1.0 - level, dof))
-        return self._t_crit[level, dof]
-
-    def decide(self, state: _History, event: EvalEvent) -> Decision:
+    def decide(self, state: History, event: EvalEvent) -> Decision:
         state.progress.append(event.progress)
         state.scores.append(event.score)
         n = len(state.scores)
@@ -83,10 +69,10 @@ class GaoDrop(StopRule):
             return CONTINUE
         progress, scores = np.asarray(state.progress), np.asarray(state.scores)
         t = trend_drop_t(progress, scores)
-        if t < -self._critical(self.alpha, n - 3):
+        if t < -critical_t(self.alpha, n - 3):
             return Decision(True, f"Gao fit fell from its best (t={t:.2f}, alpha={self.alpha})")
         t = break_drop_t(progress, scores, self.after_best)
-        if t < -self._critical(self.break_alpha, n - 4):
+        if t < -critical_t(self.break_alpha, n - 4):
             return Decision(
                 True, f"score fell after its best eval (t={t:.2f}, alpha={self.break_alpha})"
             )

@@ -20,15 +20,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
 
 from rlguard.cluster.events import CONTINUE, Decision, EvalEvent
 from rlguard.cluster.stopping.base import StopRule
-from rlguard.cluster.stopping.contrast import contrast_t
+from rlguard.cluster.stopping.contrast import contrast_t, critical_t
 
 
 @dataclass(slots=True)
-class _History:
+class History:
+    """A job's evals so far, in order: what the trend rules fit."""
+
     progress: list[float] = field(default_factory=list)
     scores: list[float] = field(default_factory=list)
 
@@ -47,24 +48,18 @@ class GaoTrend(StopRule):
                 f"warmup must be >= 4 (three coefficients and a residual), got {warmup}"
             )
         self.alpha, self.warmup = alpha, warmup
-        self._t_crit: dict[int, float] = {}
 
-    def new_state(self) -> _History:
-        return _History()
+    def new_state(self) -> History:
+        return History()
 
-    def _critical(self, dof: int) -> float:
-        if dof not in self._t_crit:
-            self._t_crit[dof] = float(stats.t.ppf(1.0 - self.alpha, dof))
-        return self._t_crit[dof]
-
-    def decide(self, state: _History, event: EvalEvent) -> Decision:
+    def decide(self, state: History, event: EvalEvent) -> Decision:
         state.progress.append(event.progress)
         state.scores.append(event.score)
         n = len(state.scores)
         if n < self.warmup:
             return CONTINUE
         t = slope_t_statistic(np.asarray(state.progress), np.asarray(state.scores))
-        if t < -self._critical(n - 3):
+        if t < -critical_t(self.alpha, n - 3):
             return Decision(True, f"Gao-fit slope below zero (t={t:.2f}, alpha={self.alpha})")
         return CONTINUE
 
