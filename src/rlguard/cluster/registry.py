@@ -17,6 +17,7 @@ from rlguard.cluster.policies.tiresias import Tiresias
 from rlguard.cluster.stopping.base import StopRule
 from rlguard.cluster.stopping.competitors import FixedProgress, LossPlateau
 from rlguard.cluster.stopping.evalstop import EvalStop
+from rlguard.cluster.stopping.gao_drop import GaoDrop
 from rlguard.cluster.stopping.gao_trend import GaoTrend
 from rlguard.cluster.stopping.patience import EmaPatience, Patience
 from rlguard.errors import InputError
@@ -69,4 +70,5 @@ RULES: dict[str, Callable[[RuleParams], StopRule | None]] = {
     "patience": lambda p: Patience(),
     "ema-patience": lambda p: EmaPatience(),
     GaoTrend.name: lambda p: GaoTrend(),
+    GaoDrop.name: lambda p: GaoDrop(),
 }
