@@ -102,6 +102,18 @@ BAD = [
     pytest.param(raw_text("- a\n- b\n", "mapping"), id="not-a-mapping"),
     pytest.param(raw_text("a: [1, 2\nb: c\n", "YAML"), id="invalid-yaml"),
     pytest.param(_missing_judge_model, id="judge-model-missing"),
+    pytest.param(edited(lambda c: c.update(device="gpu"), "device", "gpu", "cuda:N"), id="device"),
+    pytest.param(
+        edited(lambda c: c.update(devices={"reference": "cuda:x"}), "devices.reference", "cuda:x"),
+        id="model-device",
+    ),
+    pytest.param(
+        edited(lambda c: c.update(devices={"judge": "cpu"}), "devices.judge"), id="device-role"
+    ),
+    pytest.param(
+        edited(lambda c: c.update(lora={"r": 4}, devices={"reference": "cpu"}), "devices"),
+        id="lora-reference-device",
+    ),
     pytest.param(_missing_config, id="config-missing"),
 ]
 

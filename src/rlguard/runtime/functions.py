@@ -16,7 +16,6 @@ for importing them at every cold start.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -223,17 +222,6 @@ class TrainResult:
     stats: dict[str, float]
 
 
-def on_device(value: Any, to: torch.device) -> Any:
-    """A dataclass (ScoredRollouts, Rollouts) with every tensor in it moved to `to`: the batch
-    arrives from the driver on the CPU."""
-    if isinstance(value, torch.Tensor):
-        return value.to(to)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        moved = {f.name: on_device(getattr(value, f.name), to) for f in dataclasses.fields(value)}
-        return dataclasses.replace(value, **moved)
-    return value
-
-
 class TrainingFunction:
     """The optimizer step of CGPOTrainer.training_step for one task."""
 
@@ -259,11 +247,12 @@ class TrainingFunction:
         return {k: v.detach().cpu() for k, v in self.models.policy.state_dict().items()}
 
     def train(self, batch: ScoredRollouts) -> TrainResult:
+        from rlguard.train.devices import to_device
         from rlguard.train.logprobs import token_logprobs
         from rlguard.train.objectives import NEEDS_OLD_LOGP, OBJECTIVES
 
         task, policy = self.spec.task, self.models.policy
-        batch = on_device(batch, policy.device)
+        batch = to_device(batch, policy.device)  # it arrives from the driver on the CPU
         if task.optimizer in NEEDS_OLD_LOGP:
             with torch.no_grad():
                 batch.old_logp = token_logprobs(policy, batch.rollouts)

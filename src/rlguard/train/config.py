@@ -22,6 +22,7 @@ from pydantic import (
 
 from rlguard.errors import InputError
 from rlguard.judges.registry import JudgeSpec
+from rlguard.train.devices import check_name
 
 ConfigT = TypeVar("ConfigT", bound=BaseModel)
 Optimizer = Literal["crpg", "crraft", "codpo", "grpo", "ppo"]
@@ -69,6 +70,20 @@ class RewardSpec(Strict):
         if (self.model is None) == (self.function is None):
             raise ValueError("give exactly one of model or function")
         return self
+
+
+class Devices(Strict):
+    """Per-model overrides of the run's `device` (None: that default)."""
+
+    policy: str | None = None
+    reference: str | None = None
+    critic: str | None = Field(None, description="PPO's value model")
+    reward: str | None = Field(None, description="every task's reward and gold models")
+
+    @field_validator("*")
+    @classmethod
+    def _names(cls, value: str | None) -> str | None:
+        return value if value is None else check_name(value)
 
 
 class TaskConfig(Strict):
@@ -130,6 +145,8 @@ class CGPOConfig(Strict):
     updates_per_batch: int = Field(
         1, ge=1, description="optimizer updates per sampled batch (TRL's num_iterations)"
     )
+    device: str = Field("auto", description="every model's device: auto, cpu, cuda, cuda:N, mps")
+    devices: Devices = Field(default_factory=Devices)
     eval_every: int = Field(10, ge=1)
     eval_prompts: int = Field(32, ge=1, description="eval prompts per task")
     eval_temperature: float = Field(
@@ -156,6 +173,21 @@ class CGPOConfig(Strict):
         if sum(t.weight for t in tasks) <= 0:
             raise ValueError("all task weights are zero (some tasks.N.weight must be > 0)")
         return tasks
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, value: str) -> str:
+        return check_name(value)
+
+    @field_validator("devices")
+    @classmethod
+    def _devices(cls, devices: Devices, info: ValidationInfo) -> Devices:
+        if devices.reference and info.data.get("lora") and info.data.get("reference") is None:
+            raise ValueError(
+                "reference: under lora the reference is the policy's base model, on the policy's"
+                " device; drop devices.reference"
+            )
+        return devices
 
     @field_validator("eval_samples")
     @classmethod

@@ -92,12 +92,12 @@ def crpg(models: Models, batch: ScoredRollouts, cfg: TaskConfig) -> tuple[torch.
 
 
 def crraft(models: Models, batch: ScoredRollouts, cfg: TaskConfig) -> tuple[torch.Tensor, Stats]:
-    choices = crraft_select(
-        batch.grouped(batch.rewards),
-        batch.grouped(batch.passed),
-        batch.grouped(batch.log_ratio),
+    choices = crraft_select(  # a host-side decision: one copy, not a sync per prompt
+        batch.grouped(batch.rewards).cpu(),
+        batch.grouped(batch.passed).cpu(),
+        batch.grouped(batch.log_ratio).cpu(),
         cfg.kl_max,
-        batch.baseline_passed,
+        batch.baseline_passed.cpu(),
     )
     sampled = [p * batch.k + c for p, c in enumerate(choices) if c is not None and c != BASELINE]
     fallback = [p for p, c in enumerate(choices) if c == BASELINE]
@@ -110,9 +110,10 @@ def crraft(models: Models, batch: ScoredRollouts, cfg: TaskConfig) -> tuple[torc
             models.tokenizer,
             [batch.prompts[p] for p in fallback],
             [batch.baselines[p] for p in fallback],
-        )
+        ).to(batch.rewards.device)
         seq_logps.append(token_logprobs(models.policy, encoded).sum(dim=1))
-        weights.append(torch.full((len(fallback),), 0.5))  # R_calib(a_bar) = sigmoid(0)
+        a_bar = torch.full((len(fallback),), 0.5, device=batch.rewards.device)  # sigmoid(0)
+        weights.append(a_bar)
     if not seq_logps:
         return _zero(models.policy), {"selected": 0.0, "fallback": 0.0}
     loss = crraft_loss(torch.cat(seq_logps), torch.cat(weights))
@@ -120,7 +121,9 @@ def crraft(models: Models, batch: ScoredRollouts, cfg: TaskConfig) -> tuple[torc
 
 
 def codpo(models: Models, batch: ScoredRollouts, cfg: TaskConfig) -> tuple[torch.Tensor, Stats]:
-    per_prompt = codpo_pairs(batch.grouped(batch.rewards), batch.grouped(batch.passed))
+    per_prompt = codpo_pairs(  # a host-side decision: one copy, not a sync per prompt
+        batch.grouped(batch.rewards).cpu(), batch.grouped(batch.passed).cpu()
+    )
     pairs = [
         (p * batch.k + pair[0], p * batch.k + pair[1])
         for p, pair in enumerate(per_prompt)
@@ -162,7 +165,7 @@ def ppo(models: Models, batch: ScoredRollouts, cfg: TaskConfig) -> tuple[torch.T
         raise ValueError("PPO needs a critic")
     mask = batch.rollouts.completion_mask
     logp = batch.on_policy(token_logprobs(models.policy, batch.rollouts))
-    values = completion_outputs(models.critic, batch.rollouts).squeeze(-1) * mask
+    values = completion_outputs(models.critic, batch.rollouts).squeeze(-1).to(logp.device) * mask
     if batch.old_values is None:
         batch.old_values = values.detach()
     old_values = batch.old_values

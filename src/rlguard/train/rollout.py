@@ -13,6 +13,8 @@ from typing import Protocol
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from rlguard.train.devices import to_device
+
 
 @dataclass
 class Rollouts:
@@ -30,7 +32,7 @@ class Rollouts:
         return len(self.texts)
 
     def select(self, rows: Sequence[int]) -> Rollouts:
-        idx = torch.as_tensor(list(rows), dtype=torch.long)
+        idx = torch.as_tensor(list(rows), dtype=torch.long, device=self.prompt_ids.device)
         return Rollouts(
             self.prompt_ids[idx],
             self.prompt_mask[idx],
@@ -39,6 +41,9 @@ class Rollouts:
             [self.texts[i] for i in rows],
             [self.prompt_index[i] for i in rows],
         )
+
+    def to(self, device: torch.device) -> Rollouts:
+        return to_device(self, device)
 
     @property
     def lengths(self) -> torch.Tensor:
@@ -98,20 +103,20 @@ class LocalRollout:
     ) -> Rollouts:
         encoded = self.tokenizer(
             list(prompts), return_tensors="pt", padding=True, add_special_tokens=False
-        )
+        ).to(self.model.device)
         prompt_ids = encoded["input_ids"].repeat_interleave(k, dim=0)
         prompt_mask = encoded["attention_mask"].repeat_interleave(k, dim=0)
         was_training = self.model.training
         self.model.eval()
         sampling = {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0}
-        output = self.model.generate(
-            input_ids=prompt_ids.to(self.model.device),
-            attention_mask=prompt_mask.to(self.model.device),
+        output = self.model.generate(  # stays on the model's device, where training reads it
+            input_ids=prompt_ids,
+            attention_mask=prompt_mask,
             max_new_tokens=max_new_tokens,
             pad_token_id=self.tokenizer.pad_token_id,
             eos_token_id=self.tokenizer.eos_token_id,
             **(sampling if temperature > 0 else {"do_sample": False}),
-        ).cpu()
+        )
         self.model.train(was_training)
         completion_ids = output[:, prompt_ids.shape[1] :]
         mask = completion_mask(completion_ids, self.tokenizer.eos_token_id)

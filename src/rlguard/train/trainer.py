@@ -22,6 +22,7 @@ from transformers import AutoModelForTokenClassification, PreTrainedModel, PreTr
 from rlguard.io import write_json
 from rlguard.train import checkpoint
 from rlguard.train.config import CGPOConfig
+from rlguard.train.devices import resolve
 from rlguard.train.evaluation import evaluate
 from rlguard.train.logprobs import token_logprobs
 from rlguard.train.metrics_log import MetricsLog, truncate_after
@@ -58,25 +59,30 @@ class CGPOTrainer:
     ) -> None:
         self.args = args
         self.output_dir = Path(args.output_dir)
+        self.device = self._device("policy")
         self.tasks = [
             load_task(
                 cfg,
                 f"tasks.{i}",
                 (reward_funcs or {}).get(cfg.name),
                 (gold_funcs or {}).get(cfg.name),
+                self._device("reward"),
             )
             for i, cfg in enumerate(args.tasks)
         ]
         self.tokenizer = processing_class or load_tokenizer(args.policy)
         torch.manual_seed(args.seed)
         policy = model if model is not None else load_causal_lm(args.policy, self.tokenizer)
+        policy = policy.to(self.device)
         if ref_model is None and args.reference is not None:
             ref_model = load_causal_lm(args.reference, self.tokenizer, "reference")
         if ref_model is None and args.lora is None:
             ref_model = copy.deepcopy(policy)
+        if ref_model is not None:
+            ref_model = freeze(ref_model.to(self._device("reference")))
         if args.lora is not None:
             policy = add_lora(policy, args.lora)
-        self.reference = Reference(freeze(ref_model) if ref_model is not None else None, policy)
+        self.reference = Reference(ref_model, policy)
         critic = (
             self._critic(policy) if any(t.config.optimizer == "ppo" for t in self.tasks) else None
         )
@@ -94,15 +100,22 @@ class CGPOTrainer:
         self.last_loss = 0.0
         self.stop_reason: str | None = None
 
+    def _device(self, model: str) -> torch.device:
+        """A model's device: its `devices.<model>` override, else the run's `device`."""
+        override = getattr(self.args.devices, model)
+        return resolve(override or self.args.device, f"devices.{model}" if override else "device")
+
     def _critic(self, policy: PreTrainedModel) -> PreTrainedModel:
         """PPO's value model: the policy's architecture with a one-output token head."""
         if self.args.policy.path is not None:
-            return AutoModelForTokenClassification.from_pretrained(
+            critic = AutoModelForTokenClassification.from_pretrained(
                 self.args.policy.path, num_labels=1
             )
-        config = copy.deepcopy(policy.config)
-        config.num_labels = 1
-        return AutoModelForTokenClassification.from_config(config)
+        else:
+            config = copy.deepcopy(policy.config)
+            config.num_labels = 1
+            critic = AutoModelForTokenClassification.from_config(config)
+        return critic.to(self._device("critic"))
 
     def _trained(self) -> dict[str, torch.nn.Module]:
         models = {"policy": self.models.policy}
@@ -135,22 +148,24 @@ class CGPOTrainer:
         task.add_baselines(missing, [texts[r] for r in missing])
 
     def sample_and_score(self, task: Task, rows: list[int]) -> ScoredRollouts:
-        """K completions per prompt of `rows`, judged, scored, with reference log-probs."""
+        """K completions per prompt of `rows`, judged, scored, with reference log-probs; every
+        tensor on the policy's device (the judges' and reward's outputs moved there once)."""
         cfg = task.config
         prompts = task.prompts.take(rows)
         rollouts = self.rollout.generate(prompts.texts, cfg.k, cfg.max_new_tokens, cfg.temperature)
+        rollouts = rollouts.to(self.device)
         prompt_texts = [prompts.texts[i] for i in rollouts.prompt_index]
         metadata = [prompts.metadata[i] for i in rollouts.prompt_index]
         verdicts = task.judges.judge(prompt_texts, rollouts.texts, metadata)
-        rewards = score(task.reward, prompt_texts, rollouts.texts)
+        rewards = score(task.reward, prompt_texts, rollouts.texts, self.device)
         with torch.no_grad():
             with self.reference.context():
-                ref_logp = token_logprobs(self.reference.model, rollouts)
+                ref_logp = token_logprobs(self.reference.model, rollouts).to(self.device)
             batch = ScoredRollouts(
                 rollouts=rollouts,
                 k=cfg.k,
                 prompts=prompts.texts,
-                passed=torch.tensor([v == 1 for v in verdicts]),
+                passed=torch.tensor([v == 1 for v in verdicts], device=self.device),
                 rewards=rewards,
                 ref_logp=ref_logp,
             )
@@ -158,10 +173,12 @@ class CGPOTrainer:
                 batch.old_logp = token_logprobs(self.models.policy, rollouts)
         if cfg.optimizer in NEEDS_BASELINE:
             self.ensure_baselines(task, rows)
-            baseline = task.baseline_rewards(rows)[torch.tensor(rollouts.prompt_index)]
+            index = torch.tensor(rollouts.prompt_index, device=self.device)
+            baseline = task.baseline_rewards(rows, self.device)[index]
             batch.calibrated = calibrated(rewards, baseline)
             batch.baselines = [task.baselines[r].text for r in rows]
-            batch.baseline_passed = torch.tensor([task.baselines[r].passed for r in rows])
+            passed = [task.baselines[r].passed for r in rows]
+            batch.baseline_passed = torch.tensor(passed, device=self.device)
         return batch
 
     def prefetch_baselines(self, index: int, step: int) -> None:
@@ -229,9 +246,10 @@ class CGPOTrainer:
 
     def sequence_log_ratio(self, rollouts: Rollouts) -> torch.Tensor:
         """log(pi(a|s) / pi_ref(a|s)) of each completion, [N]: its mean estimates KL(pi || ref)."""
+        rollouts = rollouts.to(self.device)
         with torch.no_grad():
             with self.reference.context():
-                ref_logp = token_logprobs(self.reference.model, rollouts)
+                ref_logp = token_logprobs(self.reference.model, rollouts).to(self.device)
             return (token_logprobs(self.models.policy, rollouts) - ref_logp).sum(dim=1)
 
     def evaluate(self, step: int) -> dict[str, Any]:
