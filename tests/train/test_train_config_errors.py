@@ -111,6 +111,17 @@ BAD = [
         edited(lambda c: c.update(devices={"judge": "cpu"}), "devices.judge"), id="device-role"
     ),
     pytest.param(
+        edited(lambda c: c.update(mixed_precision="fp8"), "mixed_precision", "fp8"), id="precision"
+    ),
+    pytest.param(
+        edited(
+            lambda c: (c.update(mixed_precision="bf16"), c["policy"].update(dtype="bfloat16")),
+            "mixed_precision",
+            "policy.dtype",
+        ),
+        id="precision-master-weights",
+    ),
+    pytest.param(
         edited(lambda c: c.update(lora={"r": 4}, devices={"reference": "cpu"}), "devices"),
         id="lora-reference-device",
     ),
@@ -158,3 +169,12 @@ def test_the_stop_rule_hook_stops_on_k_declines_only():
     base = {"job_id": "j", "kind": "rlhf", "progress": 0.0, "loss": 0.0, "proxy": None}
     reasons = [hook({**base, "step": i, "score": s}) for i, s in enumerate(scores)]
     assert reasons[:5] == [None] * 5 and reasons[5]
+
+
+def test_a_bare_no_in_yaml_means_no_mixed_precision(tmp_path):
+    from rlguard.train.config import CGPOConfig, parse_config
+
+    raw = yaml.safe_load("mixed_precision: no\n")
+    assert raw == {"mixed_precision": False}  # YAML 1.1
+    config = parse_config(CGPOConfig, {**valid_config(tmp_path), **raw}, "ok.yaml")
+    assert config.mixed_precision == "no"

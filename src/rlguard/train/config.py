@@ -26,6 +26,7 @@ from rlguard.train.devices import check_name
 
 ConfigT = TypeVar("ConfigT", bound=BaseModel)
 Optimizer = Literal["crpg", "crraft", "codpo", "grpo", "ppo"]
+MixedPrecision = Literal["no", "bf16", "fp16"]
 
 
 class Strict(BaseModel):
@@ -147,6 +148,9 @@ class CGPOConfig(Strict):
     )
     device: str = Field("auto", description="every model's device: auto, cpu, cuda, cuda:N, mps")
     devices: Devices = Field(default_factory=Devices)
+    mixed_precision: MixedPrecision = Field(
+        "no", description="autocast forwards in bf16/fp16 over fp32 weights and optimizer state"
+    )
     eval_every: int = Field(10, ge=1)
     eval_prompts: int = Field(32, ge=1, description="eval prompts per task")
     eval_temperature: float = Field(
@@ -188,6 +192,22 @@ class CGPOConfig(Strict):
                 " device; drop devices.reference"
             )
         return devices
+
+    @field_validator("mixed_precision", mode="before")
+    @classmethod
+    def _yaml_no(cls, value: Any) -> Any:
+        return "no" if value is False else value  # YAML 1.1 reads a bare `no` as false
+
+    @field_validator("mixed_precision")
+    @classmethod
+    def _master_weights(cls, value: str, info: ValidationInfo) -> str:
+        policy = info.data.get("policy")
+        if value != "no" and policy is not None and policy.dtype != "float32":
+            raise ValueError(
+                f"{value} keeps fp32 master weights: the policy's dtype must be float32 "
+                f"(policy.dtype is {policy.dtype})"
+            )
+        return value
 
     @field_validator("eval_samples")
     @classmethod

@@ -72,6 +72,11 @@ def add_lora(model: PreTrainedModel, spec: LoraSpec) -> PeftModel:
     return get_peft_model(model, config)
 
 
+def innermost(model: PreTrainedModel) -> PreTrainedModel:
+    """The HF model doing the work under a LoRA wrapper (its forward serves `generate` too)."""
+    return model.get_base_model() if isinstance(model, PeftModel) else model
+
+
 def freeze(model: PreTrainedModel) -> PreTrainedModel:
     model.eval()
     model.requires_grad_(False)

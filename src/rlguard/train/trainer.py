@@ -26,7 +26,14 @@ from rlguard.train.devices import resolve
 from rlguard.train.evaluation import evaluate
 from rlguard.train.logprobs import token_logprobs
 from rlguard.train.metrics_log import MetricsLog, truncate_after
-from rlguard.train.models import Reference, add_lora, freeze, load_causal_lm, load_tokenizer
+from rlguard.train.models import (
+    Reference,
+    add_lora,
+    freeze,
+    innermost,
+    load_causal_lm,
+    load_tokenizer,
+)
 from rlguard.train.objectives import (
     NEEDS_BASELINE,
     NEEDS_OLD_LOGP,
@@ -34,6 +41,7 @@ from rlguard.train.objectives import (
     Models,
     ScoredRollouts,
 )
+from rlguard.train.precision import LossScale, autocast_forward
 from rlguard.train.rewards import RewardFunction, calibrated, score
 from rlguard.train.rollout import LocalRollout, RolloutEngine, Rollouts
 from rlguard.train.tasks import Baseline, Task, load_task
@@ -80,8 +88,10 @@ class CGPOTrainer:
             ref_model = copy.deepcopy(policy)
         if ref_model is not None:
             ref_model = freeze(ref_model.to(self._device("reference")))
+            autocast_forward(ref_model, args.mixed_precision)
         if args.lora is not None:
             policy = add_lora(policy, args.lora)
+        autocast_forward(innermost(policy), args.mixed_precision)  # generate's forward too
         self.reference = Reference(ref_model, policy)
         critic = (
             self._critic(policy) if any(t.config.optimizer == "ppo" for t in self.tasks) else None
@@ -89,8 +99,10 @@ class CGPOTrainer:
         self.models = Models(policy.train(), self.tokenizer, critic)
         self.rollout = rollout_engine or LocalRollout(policy, self.tokenizer)
         params = [p for m in self._trained().values() for p in m.parameters() if p.requires_grad]
-        # fused AdamW (one kernel for all parameters), as TRL's default optimizer
+        # fused AdamW (one kernel for all parameters), as TRL's default optimizer; its state has
+        # the parameters' dtype, float32 whatever the mixed precision
         self.optimizer = torch.optim.AdamW(params, lr=args.learning_rate, fused=True)
+        self.loss_scale = LossScale(args.mixed_precision, self.device)
         self.eval_hooks = list(eval_hooks)
         self.progress = progress
         self.should_preempt = should_preempt or (lambda: False)
@@ -115,7 +127,9 @@ class CGPOTrainer:
             config = copy.deepcopy(policy.config)
             config.num_labels = 1
             critic = AutoModelForTokenClassification.from_config(config)
-        return critic.to(self._device("critic"))
+        critic = critic.to(self._device("critic"))
+        autocast_forward(critic, self.args.mixed_precision)
+        return critic
 
     def _trained(self) -> dict[str, torch.nn.Module]:
         models = {"policy": self.models.policy}
@@ -236,11 +250,12 @@ class CGPOTrainer:
             for index, batch in batches.items():
                 task = self.tasks[index]
                 loss, loss_metrics = self.task_loss(index, batch)
-                (task.config.weight * loss).backward()
+                self.loss_scale.backward(task.config.weight * loss)
                 total += task.config.weight * loss_metrics["loss"]
                 metrics.update({f"{task.name}/{k}": v for k, v in loss_metrics.items()})
+            self.loss_scale.unscale(self.optimizer)
             grad_norm = torch.nn.utils.clip_grad_norm_(params, self.args.max_grad_norm)
-            self.optimizer.step()
+            self.loss_scale.step(self.optimizer)
         self.last_loss = total  # of the last update: the metrics above are too
         return {**metrics, "grad_norm": float(grad_norm)}
 
@@ -291,7 +306,9 @@ class CGPOTrainer:
         if not found:
             return 0
         step, path = found[-1]
-        state = checkpoint.load_checkpoint(path, self._trained(), self.optimizer)
+        state = checkpoint.load_checkpoint(
+            path, self._trained(), self.optimizer, {"scaler": self.loss_scale}
+        )
         self.best_score = state["best_score"]
         self.stop_reason = state["stop_reason"]
         for task in self.tasks:
@@ -354,6 +371,7 @@ class CGPOTrainer:
                         self._trained(),
                         self.optimizer,
                         self._state(),
+                        {"scaler": self.loss_scale},
                     )
                     checkpoint.rotate(self.output_dir / "checkpoints", self.args.keep_checkpoints)
                 bar.update(job, completed=step)
