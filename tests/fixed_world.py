@@ -1,5 +1,5 @@
 """A CGPO world whose samples are known in advance: fixed answers, a length reward, a tiny Llama.
-Trainer tests build on it."""
+Trainer tests build on it (one step, micro-batches, precision, devices, data parallel)."""
 
 from __future__ import annotations
 
@@ -35,12 +35,25 @@ ROWS = [
     {"prompt": "What is 2 + 3? ", "metadata": {"answer": "5"}, "reference": "It is 5."},
     {"prompt": "What is 1 + 4? ", "metadata": {"answer": "5"}, "reference": "Five."},
 ]
+MIXED_ROWS = [
+    *ROWS,
+    # no answer passes: CRRAFT falls back to a_bar, which passes; CODPO skips the prompt
+    {
+        "prompt": "What is 3 + 4? ",
+        "metadata": {"answer": "7"},
+        "reference": "The final answer is 7.",
+    },
+    # no answer passes and neither does a_bar: CRRAFT skips the prompt too
+    {"prompt": "What is 4 + 4? ", "metadata": {"answer": "8"}, "reference": "Eight."},
+    {"prompt": "What is 0 + 5? ", "metadata": {"answer": "5"}, "reference": "5"},
+    {"prompt": "What is 5 + 0? ", "metadata": {"answer": "5"}, "reference": "The answer is 5."},
+]
 
 
-def write_world(tmp_path):
-    """Two tasks' prompt files (the same two math prompts) and the tokenizer."""
+def write_world(tmp_path, rows=ROWS):
+    """Two tasks' prompt files (the same `rows`) and the tokenizer."""
     for name in ("a", "b"):
-        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return tmp_path, tiny_tokenizer()
 
 

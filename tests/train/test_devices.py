@@ -86,7 +86,7 @@ def test_a_cuda_step_keeps_every_tensor_on_the_policy_gpu(world, optimizer):
     trainer = make_trainer(world, optimizers=(optimizer, optimizer), loop=loop)
     assert trainer.reference.model.device.type == "cpu"
     batch, _ = trainer.task_batch(0, step=1)
-    trainer.task_loss(0, batch)[0].backward()
+    trainer.task_gradient(0, batch)
     assert batch_devices(batch) == {trainer.device} and trainer.device.type == "cuda"
     metrics = trainer.training_step(2)
     assert torch.isfinite(torch.tensor(metrics["grad_norm"]))

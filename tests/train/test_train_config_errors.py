@@ -125,6 +125,9 @@ BAD = [
         edited(lambda c: c.update(lora={"r": 4}, devices={"reference": "cpu"}), "devices"),
         id="lora-reference-device",
     ),
+    pytest.param(
+        edited(lambda c: c.update(micro_batch_size=0), "micro_batch_size", "0"), id="micro-batch"
+    ),
     pytest.param(_missing_config, id="config-missing"),
 ]
 

@@ -7,8 +7,10 @@ import pytest
 import torch
 
 from fixed_world import ANSWERS, FixedRollout, length_reward, make_trainer, write_world
+from rlguard.train.accumulate import accumulate
 from rlguard.train.config import CGPOConfig
 from rlguard.train.logprobs import token_logprobs
+from rlguard.train.objectives import OBJECTIVES
 from rlguard.train.trainer import CGPOTrainer
 from tiny_models import tiny_causal_lm
 
@@ -16,6 +18,25 @@ from tiny_models import tiny_causal_lm
 @pytest.fixture
 def world(tmp_path):
     return write_world(tmp_path)
+
+
+def unweighted_gradient(trainer, index, batch, micro_batch_size=None):
+    """Backward of one task's loss without its weight rho; the task's stats."""
+    task = trainer.tasks[index].config
+    objective = OBJECTIVES[task.optimizer]
+    return accumulate(
+        objective,
+        trainer.models,
+        batch,
+        task,
+        micro_batch_size,
+        lambda loss: loss.backward(),
+        identity,
+    )
+
+
+def identity(tensor):
+    return tensor
 
 
 def grads(model):
@@ -29,7 +50,7 @@ def test_a_multi_task_step_is_the_rho_weighted_sum_of_task_gradients(world):
     for index in range(2):
         policy.zero_grad()
         torch.manual_seed(0)
-        trainer.task_loss(index, trainer.task_batch(index, step=1)[0])[0].backward()
+        unweighted_gradient(trainer, index, trainer.task_batch(index, step=1)[0])
         per_task.append(grads(policy))
     trainer.training_step(1)
     combined = grads(policy)
@@ -76,7 +97,7 @@ def test_crraft_falls_back_to_a_passing_baseline(world):
         metadata["answer"] = "7"
     task.prompts.references[:] = ["The final answer is 7.", "It is 7."]
     task.sample = lambda seed, step, index: [0, 1]
-    _, metrics = trainer.task_loss(0, trainer.task_batch(0, step=1)[0])
+    metrics = trainer.task_gradient(0, trainer.task_batch(0, step=1)[0])
     assert metrics["fallback"] == 1.0 and metrics["selected"] == 0.0
 
 

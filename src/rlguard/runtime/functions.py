@@ -247,23 +247,27 @@ class TrainingFunction:
         return {k: v.detach().cpu() for k, v in self.models.policy.state_dict().items()}
 
     def train(self, batch: ScoredRollouts) -> TrainResult:
+        """The trainer's update on one task: the same micro-batch path, one process, rho."""
+        from rlguard.train.accumulate import accumulate, optimizer_step
         from rlguard.train.devices import to_device
-        from rlguard.train.logprobs import token_logprobs
-        from rlguard.train.objectives import NEEDS_OLD_LOGP, OBJECTIVES
+        from rlguard.train.objectives import OBJECTIVES
 
         task, policy = self.spec.task, self.models.policy
         batch = to_device(batch, policy.device)  # it arrives from the driver on the CPU
-        if task.optimizer in NEEDS_OLD_LOGP:
-            with torch.no_grad():
-                batch.old_logp = token_logprobs(policy, batch.rollouts)
-        params = [p for group in self.optimizer.param_groups for p in group["params"]]
         for _ in range(self.spec.updates_per_batch):
             self.optimizer.zero_grad(set_to_none=True)
-            loss, stats = OBJECTIVES[task.optimizer](self.models, batch, task)
-            (task.weight * loss).backward()
-            grad_norm = torch.nn.utils.clip_grad_norm_(params, self.spec.max_grad_norm)
-            self.optimizer.step()
-        return TrainResult(float(loss.detach()), float(grad_norm), stats)
+            stats = accumulate(
+                OBJECTIVES[task.optimizer],
+                self.models,
+                batch,
+                task,
+                None,
+                backward=lambda loss: (task.weight * loss).backward(),
+                allsum=lambda tensor: tensor,
+            )
+            grad_norm = optimizer_step(self.optimizer, self.spec.max_grad_norm)
+        loss = stats.pop("loss")
+        return TrainResult(loss, grad_norm, stats)
 
 
 # ----- the process ------------------------------------------------------------------------------

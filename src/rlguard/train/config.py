@@ -151,6 +151,12 @@ class CGPOConfig(Strict):
     mixed_precision: MixedPrecision = Field(
         "no", description="autocast forwards in bf16/fp16 over fp32 weights and optimizer state"
     )
+    micro_batch_size: int | None = Field(
+        None, ge=1, description="samples per forward/backward (None: a task's whole batch)"
+    )
+    gradient_checkpointing: bool = Field(
+        False, description="recompute activations in backward (policy and critic)"
+    )
     eval_every: int = Field(10, ge=1)
     eval_prompts: int = Field(32, ge=1, description="eval prompts per task")
     eval_temperature: float = Field(

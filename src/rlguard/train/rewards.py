@@ -42,14 +42,16 @@ class ClassifierReward:
         self.batch_size = batch_size
 
     @classmethod
-    def from_pretrained(cls, path: str, device: torch.device | None = None) -> ClassifierReward:
+    def from_pretrained(
+        cls, path: str, device: torch.device | None = None, batch_size: int | None = None
+    ) -> ClassifierReward:
         tokenizer = AutoTokenizer.from_pretrained(path)
         tokenizer.padding_side = "right"
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
         model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1)
         model.config.pad_token_id = tokenizer.pad_token_id
-        return cls(model.to(device or "cpu"), tokenizer)
+        return cls(model.to(device or "cpu"), tokenizer, batch_size or 16)
 
     @torch.no_grad()
     def __call__(self, prompts: Sequence[str], completions: Sequence[str]) -> torch.Tensor:
@@ -93,12 +95,17 @@ def load_callable(reference: str, where: str) -> RewardFunction:
     return function
 
 
-def load_reward(spec: RewardSpec, where: str, device: torch.device | None = None) -> RewardFunction:
-    """A reward model (on `device`) or a function."""
+def load_reward(
+    spec: RewardSpec,
+    where: str,
+    device: torch.device | None = None,
+    batch_size: int | None = None,
+) -> RewardFunction:
+    """A reward model (on `device`, scoring `batch_size` texts per forward) or a function."""
     if spec.model is not None:
         if not Path(spec.model).exists():
             raise InputError(f"{where}.model: no such model directory {spec.model}")
-        return ClassifierReward.from_pretrained(spec.model, device)
+        return ClassifierReward.from_pretrained(spec.model, device, batch_size)
     return load_callable(spec.function, f"{where}.function")  # type: ignore[arg-type]
 
 

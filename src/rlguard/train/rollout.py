@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import torch
+import torch.nn.functional as F
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from rlguard.train.devices import to_device
@@ -42,8 +43,43 @@ class Rollouts:
             [self.prompt_index[i] for i in rows],
         )
 
+    def take(self, rows: slice) -> Rollouts:
+        """Consecutive rows (a micro-batch), as views: nothing is copied."""
+        return Rollouts(
+            self.prompt_ids[rows],
+            self.prompt_mask[rows],
+            self.completion_ids[rows],
+            self.completion_mask[rows],
+            self.texts[rows],
+            self.prompt_index[rows],
+        )
+
     def to(self, device: torch.device) -> Rollouts:
         return to_device(self, device)
+
+    @staticmethod
+    def concat(parts: Sequence[Rollouts]) -> Rollouts:
+        """Rows of several rollouts in one, prompts padded on the left and completions on the
+        right (masked, so positions and log-probs do not change)."""
+        prompt_len = max(p.prompt_ids.shape[1] for p in parts)
+        completion_len = max(p.completion_ids.shape[1] for p in parts)
+
+        def pad(tensors: list[torch.Tensor], width: int, left: bool) -> torch.Tensor:
+            return torch.cat(
+                [
+                    F.pad(t, (width - t.shape[1], 0) if left else (0, width - t.shape[1]))
+                    for t in tensors
+                ]
+            )
+
+        return Rollouts(
+            pad([p.prompt_ids for p in parts], prompt_len, left=True),
+            pad([p.prompt_mask for p in parts], prompt_len, left=True),
+            pad([p.completion_ids for p in parts], completion_len, left=False),
+            pad([p.completion_mask for p in parts], completion_len, left=False),
+            [t for p in parts for t in p.texts],
+            [i for p in parts for i in p.prompt_index],
+        )
 
     @property
     def lengths(self) -> torch.Tensor:

@@ -62,8 +62,10 @@ def load_task(
     reward: RewardFunction | None = None,
     gold: RewardFunction | None = None,
     device: torch.device | None = None,
+    batch_size: int | None = None,
 ) -> Task:
-    """A task, its reward and gold models (if models) on `device`."""
+    """A task, its reward and gold models (if models) on `device`, scoring `batch_size` texts
+    per forward."""
     prompts = load_prompts(config.prompts, config.split, f"{where}.prompts")
     eval_prompts = (
         load_prompts(config.eval_prompts, config.split, f"{where}.eval_prompts")
@@ -72,7 +74,7 @@ def load_task(
     )
     judges = MixtureOfJudges([build_judge(spec) for spec in config.judges])
     if reward is None:
-        reward = load_reward(config.reward, f"{where}.reward", device)
+        reward = load_reward(config.reward, f"{where}.reward", device, batch_size)
     if gold is None and config.gold is not None:
-        gold = load_reward(config.gold, f"{where}.gold", device)
+        gold = load_reward(config.gold, f"{where}.gold", device, batch_size)
     return Task(config, prompts, eval_prompts, judges, reward, gold)

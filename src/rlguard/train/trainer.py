@@ -21,26 +21,21 @@ from transformers import AutoModelForTokenClassification, PreTrainedModel, PreTr
 
 from rlguard.io import write_json
 from rlguard.train import checkpoint
+from rlguard.train.accumulate import accumulate, logprobs_in_chunks, optimizer_step
 from rlguard.train.config import CGPOConfig
 from rlguard.train.devices import resolve
 from rlguard.train.evaluation import evaluate
-from rlguard.train.logprobs import token_logprobs
 from rlguard.train.metrics_log import MetricsLog, truncate_after
 from rlguard.train.models import (
     Reference,
     add_lora,
+    checkpoint_activations,
     freeze,
     innermost,
     load_causal_lm,
     load_tokenizer,
 )
-from rlguard.train.objectives import (
-    NEEDS_BASELINE,
-    NEEDS_OLD_LOGP,
-    OBJECTIVES,
-    Models,
-    ScoredRollouts,
-)
+from rlguard.train.objectives import NEEDS_BASELINE, OBJECTIVES, Models, ScoredRollouts
 from rlguard.train.precision import LossScale, autocast_forward
 from rlguard.train.rewards import RewardFunction, calibrated, score
 from rlguard.train.rollout import LocalRollout, RolloutEngine, Rollouts
@@ -68,13 +63,15 @@ class CGPOTrainer:
         self.args = args
         self.output_dir = Path(args.output_dir)
         self.device = self._device("policy")
+        reward_device = self._device("reward")
         self.tasks = [
             load_task(
                 cfg,
                 f"tasks.{i}",
                 (reward_funcs or {}).get(cfg.name),
                 (gold_funcs or {}).get(cfg.name),
-                self._device("reward"),
+                reward_device,
+                args.micro_batch_size,
             )
             for i, cfg in enumerate(args.tasks)
         ]
@@ -89,6 +86,8 @@ class CGPOTrainer:
         if ref_model is not None:
             ref_model = freeze(ref_model.to(self._device("reference")))
             autocast_forward(ref_model, args.mixed_precision)
+        if args.gradient_checkpointing:
+            checkpoint_activations(policy)
         if args.lora is not None:
             policy = add_lora(policy, args.lora)
         autocast_forward(innermost(policy), args.mixed_precision)  # generate's forward too
@@ -127,7 +126,14 @@ class CGPOTrainer:
             config = copy.deepcopy(policy.config)
             config.num_labels = 1
             critic = AutoModelForTokenClassification.from_config(config)
-        critic = critic.to(self._device("critic"))
+        # no dropout (HF gives token-classification heads 0.1, as TRL's PPO removed it): the
+        # old values and the trained ones must come from the same function
+        for module in critic.modules():
+            if isinstance(module, torch.nn.Dropout):
+                module.p = 0.0
+        critic = critic.to(self._device("critic")).train()
+        if self.args.gradient_checkpointing:
+            checkpoint_activations(critic)
         autocast_forward(critic, self.args.mixed_precision)
         return critic
 
@@ -172,19 +178,18 @@ class CGPOTrainer:
         metadata = [prompts.metadata[i] for i in rollouts.prompt_index]
         verdicts = task.judges.judge(prompt_texts, rollouts.texts, metadata)
         rewards = score(task.reward, prompt_texts, rollouts.texts, self.device)
-        with torch.no_grad():
-            with self.reference.context():
-                ref_logp = token_logprobs(self.reference.model, rollouts).to(self.device)
-            batch = ScoredRollouts(
-                rollouts=rollouts,
-                k=cfg.k,
-                prompts=prompts.texts,
-                passed=torch.tensor([v == 1 for v in verdicts], device=self.device),
-                rewards=rewards,
-                ref_logp=ref_logp,
+        with torch.no_grad(), self.reference.context():
+            ref_logp = logprobs_in_chunks(
+                self.reference.model, rollouts, self.args.micro_batch_size, self.device
             )
-            if cfg.optimizer in NEEDS_OLD_LOGP:
-                batch.old_logp = token_logprobs(self.models.policy, rollouts)
+        batch = ScoredRollouts(
+            rollouts=rollouts,
+            k=cfg.k,
+            prompts=prompts.texts,
+            passed=torch.tensor([v == 1 for v in verdicts], device=self.device),
+            rewards=rewards,
+            ref_logp=ref_logp,
+        )
         if cfg.optimizer in NEEDS_BASELINE:
             self.ensure_baselines(task, rows)
             index = torch.tensor(rollouts.prompt_index, device=self.device)
@@ -225,13 +230,22 @@ class CGPOTrainer:
         task.judges.reset()
         return batch, metrics
 
-    def task_loss(self, index: int, batch: ScoredRollouts) -> tuple[torch.Tensor, dict[str, float]]:
-        """One task's loss on its batch (not yet weighted by rho), with the optimizer's stats."""
+    def task_gradient(self, index: int, batch: ScoredRollouts) -> dict[str, float]:
+        """Backward of rho_l * loss_l on the task's batch, a micro-batch at a time; the task's
+        stats (its unweighted loss, the optimizer's own)."""
         task = self.tasks[index]
-        loss, stats = OBJECTIVES[task.config.optimizer](self.models, batch, task.config)
+        rho = task.config.weight
+        stats = accumulate(
+            OBJECTIVES[task.config.optimizer],
+            self.models,
+            batch,
+            task.config,
+            self.args.micro_batch_size,
+            backward=lambda loss: self.loss_scale.backward(rho * loss),
+            allsum=lambda tensor: tensor,
+        )
         # seq_kl: the mean sequence log-ratio to the reference, a sample estimate of KL(pi || ref)
-        seq_kl = float(batch.log_ratio.mean())
-        return loss, {"loss": float(loss.detach()), "seq_kl": seq_kl, **stats}
+        return {**stats, "seq_kl": float(batch.log_ratio.mean())}
 
     def training_step(self, step: int) -> dict[str, float]:
         """Sample and score every task once, then `updates_per_batch` optimizer updates, each
@@ -243,29 +257,26 @@ class CGPOTrainer:
             if task.config.weight > 0:
                 batches[index], sample_metrics = self.task_batch(index, step)
                 metrics.update({f"{task.name}/{k}": v for k, v in sample_metrics.items()})
-        params = [p for group in self.optimizer.param_groups for p in group["params"]]
         for _ in range(self.args.updates_per_batch):
             self.optimizer.zero_grad(set_to_none=True)
             total = 0.0
             for index, batch in batches.items():
                 task = self.tasks[index]
-                loss, loss_metrics = self.task_loss(index, batch)
-                self.loss_scale.backward(task.config.weight * loss)
+                loss_metrics = self.task_gradient(index, batch)
                 total += task.config.weight * loss_metrics["loss"]
                 metrics.update({f"{task.name}/{k}": v for k, v in loss_metrics.items()})
-            self.loss_scale.unscale(self.optimizer)
-            grad_norm = torch.nn.utils.clip_grad_norm_(params, self.args.max_grad_norm)
-            self.loss_scale.step(self.optimizer)
+            grad_norm = optimizer_step(self.optimizer, self.args.max_grad_norm, self.loss_scale)
         self.last_loss = total  # of the last update: the metrics above are too
-        return {**metrics, "grad_norm": float(grad_norm)}
+        return {**metrics, "grad_norm": grad_norm}
 
     def sequence_log_ratio(self, rollouts: Rollouts) -> torch.Tensor:
         """log(pi(a|s) / pi_ref(a|s)) of each completion, [N]: its mean estimates KL(pi || ref)."""
-        rollouts = rollouts.to(self.device)
+        rollouts, size = rollouts.to(self.device), self.args.micro_batch_size
         with torch.no_grad():
             with self.reference.context():
-                ref_logp = token_logprobs(self.reference.model, rollouts).to(self.device)
-            return (token_logprobs(self.models.policy, rollouts) - ref_logp).sum(dim=1)
+                ref_logp = logprobs_in_chunks(self.reference.model, rollouts, size, self.device)
+            logp = logprobs_in_chunks(self.models.policy, rollouts, size, self.device)
+            return (logp - ref_logp).sum(dim=1)
 
     def evaluate(self, step: int) -> dict[str, Any]:
         """The eval event at `step` (what EvalStop consumes) and the eval metrics."""
