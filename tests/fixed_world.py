@@ -4,6 +4,9 @@ Trainer tests build on it (one step, micro-batches, precision, devices, data par
 from __future__ import annotations
 
 import json
+import zlib
+
+import torch
 
 from rlguard.train.config import CGPOConfig
 from rlguard.train.rollout import encode_completions
@@ -22,6 +25,20 @@ class FixedRollout:
     def generate(self, prompts, k, max_new_tokens, temperature):
         repeated = [p for p in prompts for _ in range(k)]
         completions = [ANSWERS[i % len(ANSWERS)] for i in range(len(repeated))]
+        rollouts = encode_completions(self.tokenizer, repeated, completions)
+        rollouts.prompt_index = [i for i in range(len(prompts)) for _ in range(k)]
+        return rollouts
+
+
+class PromptRollout(FixedRollout):
+    """Answers that depend only on the prompt and the sample's index among its K (not on where
+    the prompt sits in a batch), so a batch split over processes gets the same answers."""
+
+    def generate(self, prompts, k, max_new_tokens, temperature):
+        repeated = [p for p in prompts for _ in range(k)]
+        completions = [
+            ANSWERS[(zlib.crc32(p.encode()) + j) % len(ANSWERS)] for p in prompts for j in range(k)
+        ]
         rollouts = encode_completions(self.tokenizer, repeated, completions)
         rollouts.prompt_index = [i for i in range(len(prompts)) for _ in range(k)]
         return rollouts
@@ -57,7 +74,14 @@ def write_world(tmp_path, rows=ROWS):
     return tmp_path, tiny_tokenizer()
 
 
-def make_trainer(world, optimizers=("crpg", "crpg"), weights=(0.7, 0.3), loop=None, **task):
+def make_trainer(
+    world,
+    optimizers=("crpg", "crpg"),
+    weights=(0.7, 0.3),
+    loop=None,
+    rollout=FixedRollout,
+    **task,
+):
     root, tokenizer = world
     tasks = [
         {
@@ -85,6 +109,16 @@ def make_trainer(world, optimizers=("crpg", "crpg"), weights=(0.7, 0.3), loop=No
         model=model,
         processing_class=tokenizer,
         reward_funcs={"a": length_reward, "b": length_reward},
-        rollout_engine=FixedRollout(tokenizer),
+        rollout_engine=rollout(tokenizer),
         progress=False,
     )
+
+
+def away_from_reference(trainer):
+    """Move the policy off its reference (the same noise every time), so KL terms, KL filters
+    and clipping bind from the first step."""
+    noise = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for p in trainer.models.policy.parameters():
+            p.add_(0.05 * torch.randn(p.shape, generator=noise))
+    return trainer

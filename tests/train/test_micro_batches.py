@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fixed_world import MIXED_ROWS, make_trainer, write_world
+from fixed_world import MIXED_ROWS, away_from_reference, make_trainer, write_world
 from rlguard.train.accumulate import micro_batches
 
 OPTIMIZERS = ["crpg", "crraft", "codpo", "grpo", "ppo"]
@@ -31,11 +31,7 @@ def trainer_for(world, optimizer, **loop):
         batch_size=6,
         kl_max=1.0,
     )
-    noise = torch.Generator().manual_seed(1)
-    with torch.no_grad():  # the same for every trainer: away from the reference
-        for p in trainer.models.policy.parameters():
-            p.add_(0.05 * torch.randn(p.shape, generator=noise))
-    return trainer
+    return away_from_reference(trainer)
 
 
 def step(world, optimizer, **loop):

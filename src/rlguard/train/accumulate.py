@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from rlguard.train.config import TaskConfig
+from rlguard.train.distributed import DataParallel
 from rlguard.train.logprobs import completion_outputs, token_logprobs
 from rlguard.train.objectives import AllSum, Chunk, Models, Objective, ScoredRollouts, Stats
 from rlguard.train.precision import LossScale
@@ -100,16 +101,22 @@ def accumulate(
 
 
 def optimizer_step(
-    optimizer: torch.optim.Optimizer, max_grad_norm: float, scale: LossScale | None = None
+    optimizer: torch.optim.Optimizer,
+    max_grad_norm: float,
+    scale: LossScale | None = None,
+    processes: DataParallel | None = None,
 ) -> float:
-    """Clip the accumulated gradients and step; the gradient norm (before clipping).
+    """Sum the accumulated gradients over the processes, clip them and step; the gradient norm
+    (before clipping).
 
     A parameter no loss reached this update gets a zero gradient, as a zero loss would give it,
-    so AdamW's moments still decay and every data-parallel rank holds the same set of grads."""
+    so AdamW's moments still decay and every process sums the same set of gradients."""
     params = [p for group in optimizer.param_groups for p in group["params"]]
     for p in params:
         if p.grad is None:
             p.grad = torch.zeros_like(p)
+    if processes is not None:
+        processes.sum_gradients(params)  # scaled by fp16's loss scale: inf anywhere is everywhere
     scale = scale or LossScale("no", params[0].device)
     scale.unscale(optimizer)
     grad_norm = torch.nn.utils.clip_grad_norm_(params, max_grad_norm)

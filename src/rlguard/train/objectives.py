@@ -53,7 +53,7 @@ class Plan:
     rows: Rollouts  # what the loss trains on, `unit` consecutive rows at a time
     consts: dict[str, Tensor]  # per-row constants ([n] or [n, C]), cut with the rows
     whole: dict[str, Tensor]  # whole-batch quantities (over every process): denominators, means
-    stats: Stats = field(default_factory=dict)
+    stats: Stats = field(default_factory=dict)  # counts: they add up over processes
     unit: int = 1  # rows that must share a micro-batch (CODPO: a chosen/rejected pair)
 
 
@@ -145,6 +145,8 @@ class Objective:
     def loss(
         self, chunk: Chunk, batch: ScoredRollouts, plan: Plan, cfg: TaskConfig
     ) -> tuple[Tensor, Stats]:
+        """The micro-batch's share of the loss and of each stat: shares add up over the
+        micro-batches and the processes to the whole batch's values."""
         raise NotImplementedError
 
 
@@ -159,12 +161,13 @@ class CRPG(Objective):
         n = count(len(batch), weights, allsum)
         baseline = allsum(weights.sum()) / n
         whole = {"samples": n, "baseline": baseline}
-        return Plan(batch.rollouts, {"weights": weights}, whole, {"weight_mean": float(baseline)})
+        return Plan(batch.rollouts, {"weights": weights}, whole)
 
     def loss(self, chunk, batch, plan, cfg):
-        seq_logp = chunk.logp.sum(dim=1)
-        loss = crpg_loss(seq_logp, chunk.take(plan.consts["weights"]), plan.whole["baseline"])
-        return loss * share(len(seq_logp), plan.whole["samples"]), {}
+        seq_logp, weights = chunk.logp.sum(dim=1), chunk.take(plan.consts["weights"])
+        loss = crpg_loss(seq_logp, weights, plan.whole["baseline"])
+        weight_mean = float(share(weights.sum(), plan.whole["samples"]))
+        return loss * share(len(seq_logp), plan.whole["samples"]), {"weight_mean": weight_mean}
 
 
 class CRRAFT(Objective):

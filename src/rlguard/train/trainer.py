@@ -15,15 +15,18 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from rich.progress import Progress
 from transformers import AutoModelForTokenClassification, PreTrainedModel, PreTrainedTokenizerBase
 
+from rlguard.errors import InputError
 from rlguard.io import write_json
 from rlguard.train import checkpoint
 from rlguard.train.accumulate import accumulate, logprobs_in_chunks, optimizer_step
 from rlguard.train.config import CGPOConfig
 from rlguard.train.devices import resolve
+from rlguard.train.distributed import DataParallel
 from rlguard.train.evaluation import evaluate
 from rlguard.train.metrics_log import MetricsLog, truncate_after
 from rlguard.train.models import (
@@ -63,6 +66,13 @@ class CGPOTrainer:
         self.args = args
         self.output_dir = Path(args.output_dir)
         self.device = self._device("policy")
+        self.processes = DataParallel(self.device)
+        for i, cfg in enumerate(args.tasks):
+            if cfg.batch_size < self.processes.size:
+                raise InputError(
+                    f"tasks.{i}.batch_size: {cfg.batch_size} prompts cannot be spread over "
+                    f"{self.processes.size} processes"
+                )
         reward_device = self._device("reward")
         self.tasks = [
             load_task(
@@ -96,6 +106,7 @@ class CGPOTrainer:
             self._critic(policy) if any(t.config.optimizer == "ppo" for t in self.tasks) else None
         )
         self.models = Models(policy.train(), self.tokenizer, critic)
+        self.processes.copy_parameters(filter(None, [policy, ref_model, critic]))
         self.rollout = rollout_engine or LocalRollout(policy, self.tokenizer)
         params = [p for m in self._trained().values() for p in m.parameters() if p.requires_grad]
         # fused AdamW (one kernel for all parameters), as TRL's default optimizer; its state has
@@ -203,7 +214,9 @@ class CGPOTrainer:
     def prefetch_baselines(self, index: int, step: int) -> None:
         """Sample a_bar for the prompts of the next BASELINE_PREFETCH steps in one batch (one
         `generate` for 64 prompts costs about what 4 separate ones do). Windows align to step 1,
-        so a resumed run draws the same baselines."""
+        and each window's draws have a seed of their own, so a resumed run draws the same
+        baselines, and so does every data-parallel process (each prefetches the whole batch's
+        prompts, so a prompt's a_bar is the same wherever it is trained)."""
         first = step - (step - 1) % BASELINE_PREFETCH
         task = self.tasks[index]
         rows = [
@@ -211,24 +224,33 @@ class CGPOTrainer:
             for s in range(first, first + BASELINE_PREFETCH)
             for row in task.sample(self.args.seed, s, index)
         ]
-        self.ensure_baselines(task, rows)
+        seed = np.random.SeedSequence([self.args.seed, first, index]).generate_state(1)[0]
+        with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
+            torch.manual_seed(int(seed))
+            self.ensure_baselines(task, rows)
 
     def task_batch(self, index: int, step: int) -> tuple[ScoredRollouts, dict[str, float]]:
-        """The task's scored samples at `step`, with the metrics of the samples themselves."""
+        """This process's share of the task's scored samples at `step`, with the metrics of the
+        whole batch's samples (means over every process's)."""
         task = self.tasks[index]
         if task.config.optimizer in NEEDS_BASELINE:
             self.prefetch_baselines(index, step)
-        batch = self.sample_and_score(task, task.sample(self.args.seed, step, index))
-        metrics = {
-            "constraint_satisfaction": float(batch.passed.float().mean()),
-            "reward": float(batch.rewards.mean()),
-            "length": float(batch.rollouts.lengths.mean()),
+            task.judges.reset()  # judge/<name> rates are the step's samples', not a_bar's
+        rows = self.processes.shard(task.sample(self.args.seed, step, index))
+        batch = self.sample_and_score(task, rows)
+        means = {
+            "constraint_satisfaction": batch.passed.float().mean(),
+            "reward": batch.rewards.mean(),
+            "length": batch.rollouts.lengths.mean(),
             **{f"judge/{k}": v for k, v in task.judges.pass_rates().items()},
         }
         if batch.calibrated is not None:
-            metrics["calibrated_reward"] = float(batch.calibrated.mean())
+            means["calibrated_reward"] = batch.calibrated.mean()
         task.judges.reset()
-        return batch, metrics
+        # weighted by each process's samples (judges' rates: an approximation when judges fail)
+        n = len(batch)
+        *sums, total = self.processes.sums([float(v) * n for v in means.values()] + [n])
+        return batch, {name: value / total for name, value in zip(means, sums, strict=True)}
 
     def task_gradient(self, index: int, batch: ScoredRollouts) -> dict[str, float]:
         """Backward of rho_l * loss_l on the task's batch, a micro-batch at a time; the task's
@@ -242,15 +264,20 @@ class CGPOTrainer:
             task.config,
             self.args.micro_batch_size,
             backward=lambda loss: self.loss_scale.backward(rho * loss),
-            allsum=lambda tensor: tensor,
+            allsum=self.processes.allsum,
         )
+        # every stat is a share or a count: they add up over the processes
+        names = sorted(stats)
+        local = [stats[name] for name in names] + [float(batch.log_ratio.sum()), len(batch)]
+        *totals, log_ratio, samples = self.processes.sums(local)
         # seq_kl: the mean sequence log-ratio to the reference, a sample estimate of KL(pi || ref)
-        return {**stats, "seq_kl": float(batch.log_ratio.mean())}
+        return {**dict(zip(names, totals, strict=True)), "seq_kl": log_ratio / samples}
 
     def training_step(self, step: int) -> dict[str, float]:
         """Sample and score every task once, then `updates_per_batch` optimizer updates, each
         applying sum_l rho_l * grad(loss_l) over the tasks."""
-        torch.manual_seed(self.args.seed * 1_000_003 + step)  # resumed runs sample the same
+        # resumed runs sample the same; each process its own draws
+        torch.manual_seed(self.args.seed * 1_000_003 + step + self.processes.rank * 1_000_000_007)
         self.models.policy.train()
         batches, metrics = {}, {}
         for index, task in enumerate(self.tasks):
@@ -265,7 +292,9 @@ class CGPOTrainer:
                 loss_metrics = self.task_gradient(index, batch)
                 total += task.config.weight * loss_metrics["loss"]
                 metrics.update({f"{task.name}/{k}": v for k, v in loss_metrics.items()})
-            grad_norm = optimizer_step(self.optimizer, self.args.max_grad_norm, self.loss_scale)
+            grad_norm = optimizer_step(
+                self.optimizer, self.args.max_grad_norm, self.loss_scale, self.processes
+            )
         self.last_loss = total  # of the last update: the metrics above are too
         return {**metrics, "grad_norm": grad_norm}
 
@@ -313,6 +342,8 @@ class CGPOTrainer:
         }
 
     def _resume(self) -> int:
+        """Every process loads the newest checkpoint; the main one also trims the eval events
+        past it and replays them to the stop rule."""
         found = checkpoint.checkpoints(self.output_dir / "checkpoints")
         if not found:
             return 0
@@ -326,10 +357,11 @@ class CGPOTrainer:
             saved = state["baselines"].get(task.name, {})
             task.baselines = {int(r): Baseline(**b) for r, b in saved.items()}
         events = self.output_dir / "eval_events.jsonl"
-        truncate_after(events, step)
-        for line in events.read_text().splitlines() if events.is_file() else []:
-            for hook in self.eval_hooks:  # a stop rule picks up the history it had
-                hook(json.loads(line))
+        if self.processes.main:
+            truncate_after(events, step)
+            for line in events.read_text().splitlines() if events.is_file() else []:
+                for hook in self.eval_hooks:  # a stop rule picks up the history it had
+                    hook(json.loads(line))
         self.step = step
         return step
 
@@ -340,62 +372,81 @@ class CGPOTrainer:
         self.tokenizer.save_pretrained(tmp)
         checkpoint.replace_dir(tmp, best)
 
-    def _on_eval(self, step: int, log: MetricsLog) -> None:
-        result = self.evaluate(step)
-        event = result["event"]
-        log.log(step, {**result["metrics"], "eval/score": event["score"]})
-        with (self.output_dir / "eval_events.jsonl").open("a", encoding="utf-8") as f:
-            f.write(json.dumps(event) + "\n")
-        if self.best_score is None or event["score"] > self.best_score:
-            self.best_score = event["score"]
-            self._save_best()
-        for hook in self.eval_hooks:
-            reason = hook(event)
-            if reason:
-                self.stop_reason = reason
+    def _on_eval(self, step: int, log: MetricsLog | None) -> None:
+        """Evaluate once, on the main process, which writes the event and the best model and
+        asks the stop rule; every process learns the outcome."""
+        if self.processes.main:
+            result = self.evaluate(step)
+            event = result["event"]
+            log.log(step, {**result["metrics"], "eval/score": event["score"]})
+            with (self.output_dir / "eval_events.jsonl").open("a", encoding="utf-8") as f:
+                f.write(json.dumps(event) + "\n")
+            if self.best_score is None or event["score"] > self.best_score:
+                self.best_score = event["score"]
+                self._save_best()
+            for hook in self.eval_hooks:
+                reason = hook(event)
+                if reason:
+                    self.stop_reason = reason
+        self.stop_reason, self.best_score = self.processes.broadcast(
+            (self.stop_reason, self.best_score)
+        )
+
+    def _save(self, step: int) -> None:
+        """A checkpoint, written once (the processes hold the same weights and optimizer)."""
+        if self.processes.main:
+            root = self.output_dir / "checkpoints"
+            others = {"scaler": self.loss_scale}
+            checkpoint.save_checkpoint(
+                root, step, self._trained(), self.optimizer, self._state(), others
+            )
+            checkpoint.rotate(root, self.args.keep_checkpoints)
 
     def train(self) -> dict[str, Any]:
+        main = self.processes.main
         self.output_dir.mkdir(parents=True, exist_ok=True)
         start = self._resume()
-        log = MetricsLog(self.output_dir, self.args.tensorboard, resume_step=start)
+        log = (
+            MetricsLog(self.output_dir, self.args.tensorboard, resume_step=start) if main else None
+        )
         if start == 0:
             self._on_eval(0, log)
         began = time.perf_counter()
         last = start if self.stop_reason else self.args.steps  # a stopped run stays stopped
-        with Progress(disable=not self.progress, transient=True) as bar:
+        with Progress(disable=not (self.progress and main), transient=True) as bar:
             job = bar.add_task("cgpo", total=self.args.steps, completed=start)
             for step in range(start + 1, last + 1):
                 self.step = step
-                log.log(step, self.training_step(step))
+                metrics = self.training_step(step)
+                if log is not None:
+                    log.log(step, metrics)
                 if step % self.args.eval_every == 0 or step == self.args.steps:
                     self._on_eval(step, log)
-                self.preempted = self.should_preempt() and step < self.args.steps
+                # SIGTERM may reach one process first: all stop at the same step
+                self.preempted = (
+                    self.processes.any(self.should_preempt()) and step < self.args.steps
+                )
                 if (
                     step % self.args.save_every == 0
                     or step == self.args.steps
                     or self.stop_reason
                     or self.preempted
                 ):
-                    checkpoint.save_checkpoint(
-                        self.output_dir / "checkpoints",
-                        step,
-                        self._trained(),
-                        self.optimizer,
-                        self._state(),
-                        {"scaler": self.loss_scale},
-                    )
-                    checkpoint.rotate(self.output_dir / "checkpoints", self.args.keep_checkpoints)
+                    self._save(step)
                 bar.update(job, completed=step)
                 if self.stop_reason or self.preempted:
                     break
-        log.close()
+        if log is not None:
+            log.close()
         summary = {
             "steps": self.step,
             "resumed_from": start,
             "best_score": self.best_score,
             "stopped": self.stop_reason,
             "preempted": self.preempted,
+            "processes": self.processes.size,
             "wall_s": round(time.perf_counter() - began, 2),
         }
-        write_json(self.output_dir / "summary.json", summary)
+        if main:
+            write_json(self.output_dir / "summary.json", summary)
         return summary
