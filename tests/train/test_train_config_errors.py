@@ -181,3 +181,19 @@ def test_a_bare_no_in_yaml_means_no_mixed_precision(tmp_path):
     assert raw == {"mixed_precision": False}  # YAML 1.1
     config = parse_config(CGPOConfig, {**valid_config(tmp_path), **raw}, "ok.yaml")
     assert config.mixed_precision == "no"
+
+
+def test_only_cgpo_runs_data_parallel(tmp_path, monkeypatch, capsys):
+    (tmp_path / "base").mkdir()
+    (tmp_path / "sft.jsonl").write_text('{"prompt": "a", "completion": "b"}\n')
+    config = {
+        "stage": "sft",
+        "output_dir": str(tmp_path / "out"),
+        "data": str(tmp_path / "sft.jsonl"),
+    }
+    path = tmp_path / "sft.yaml"
+    path.write_text(yaml.safe_dump({**config, "model": {"path": str(tmp_path / "base")}}))
+    code, out, err = cli(monkeypatch, capsys, "train", str(path), "--nproc", "2")
+    assert code == 2 and out == ""
+    assert err == "error: option --nproc: only the cgpo stage runs data-parallel (got sft)\n"
+    assert not (tmp_path / "out").exists()

@@ -42,7 +42,8 @@ def launch(nproc: int, program: list[str]) -> int:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     command = [
-        *(sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu"),
+        *(sys.executable, "-m", "accelerate.commands.launch"),
+        *(["--multi_gpu"] if nproc > 1 else []),  # torchrun's launcher (one process: plain)
         *("--num_processes", str(nproc), "--num_machines", "1", "--main_process_port", str(port)),
         *("--mixed_precision", "no", "--dynamo_backend", "no"),  # the config's own field rules
         *program,
