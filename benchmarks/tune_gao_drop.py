@@ -212,10 +212,18 @@ def main() -> None:
             "chosen_replayed": {str(n): check[n] for n in NOISES},
             "crash_recall_replayed": crash_check,
             "evalstop": {str(n): evalstop[n] for n in NOISES},
-            "grid": {str(n): table[n] for n in NOISES},
-            "crash_grid": crash,
+            "grid": compact({**{str(n): table[n] for n in NOISES}, "crash": crash}),
         },
     )
+
+
+def compact(tables: dict[str, list[dict]]) -> dict:
+    """Grid tables as one header and rows of values (4 decimals): the file stays small."""
+    columns = list(next(iter(tables.values()))[0])
+    rows = {
+        name: [[round(row[c], 4) for c in columns] for row in rows] for name, rows in tables.items()
+    }
+    return {"columns": columns, "rows": rows}
 
 
 if __name__ == "__main__":
