@@ -138,6 +138,8 @@ class Engine:
         self._delivered_executed = np.zeros(n)
         self._finish = np.full(n, np.nan)
         self._active = np.zeros(n, dtype=bool)
+        self._last_order = np.zeros(0, dtype=np.int64)  # the last pass's order, a hint for the next
+        self._position = np.zeros(n, dtype=np.int64)  # scratch: a row's position in a view
         self._placement: dict[int, list[tuple[int, int]]] = {}
         self._pending: set[int] = set()
         self._pending_gpus = 0
@@ -404,10 +406,9 @@ class Engine:
         """
         table, columns = self.table, self._columns
         n_evals, last, duration = columns["n_evals"], columns["last"], columns["duration"]
-        due, seen = self._next_due[rows], table.evals_seen[rows]
-        moving = (due <= t) & (seen < last[rows])
-        while moving.any():
-            r, i, e = rows[moving], seen[moving], due[moving]
+        r = rows[(self._next_due[rows] <= t) & (table.evals_seen[rows] < last[rows])]
+        while r.size:
+            i, e = table.evals_seen[r], self._next_due[r]
             executed = table.executed_s[r] + (e - table.run_start_s[r])
             loss = self._losses[r, i]
             first = np.isnan(table.loss_first[r])
@@ -421,11 +422,10 @@ class Engine:
             table.evals_seen[r] = i + 1
             delivered = i == columns["delivered"][r]
             self._delivered_executed[r[delivered]] = executed[delivered]
-            nxt = e + duration[r] / n_evals[r]
-            self._next_due[r] = nxt
+            due = e + duration[r] / n_evals[r]
+            self._next_due[r] = due
             self._events += len(r)
-            due[moving], seen[moving] = nxt, i + 1
-            moving = (due <= t) & (seen < last[rows])
+            r = r[(due <= t) & (i + 1 < last[r])]
 
     # -- scheduling -------------------------------------------------------------------------------
     def _active_rows(self) -> np.ndarray:
@@ -433,6 +433,15 @@ class Engine:
         while self._oldest < self._arrived and not self._active[self._oldest]:
             self._oldest += 1
         return self._oldest + np.flatnonzero(self._active[self._oldest : self._arrived])
+
+    def _hint(self, rows: np.ndarray) -> np.ndarray:
+        """Positions in `rows` in the last pass's order, then the rows new since, in order."""
+        position = self._position
+        position[rows] = np.arange(len(rows))
+        last = self._last_order[self._active[self._last_order]]
+        seen = np.zeros(len(rows), dtype=bool)
+        seen[position[last]] = True
+        return np.concatenate([position[last], np.flatnonzero(~seen)])
 
     def _schedule(self, t: float, preempt: bool) -> None:
         """One scheduling pass: start the policy's best jobs, displacing others if `preempt`."""
@@ -449,7 +458,8 @@ class Engine:
         rows = self._active_rows()
         self._apply_evals(rows[self.table.running[rows]], t)
         view = ClusterView(self.table, rows, t, self.nodes.capacity)
-        ordered = self.scheduler.order(view)
+        ordered = self.scheduler.order(view, self._hint(rows))
+        self._last_order = ordered
         running = self.table.running[ordered]
         if preempt:
             admitted = greedy_admit(self.table.gpus[ordered], self.nodes.capacity)
