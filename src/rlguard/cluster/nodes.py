@@ -32,6 +32,8 @@ class Nodes:
         self._buckets[free].add(node)
         if free == self.per_node:
             heapq.heappush(self._whole, node)
+            if len(self._whole) > 2 * len(self._buckets[free]) + 64:  # mostly stale entries
+                self._whole = sorted(self._buckets[free])
 
     def place(self, gpus: int) -> list[tuple[int, int]] | None:
         """Reserve `gpus` GPUs; return [(node, count)], or None when they do not fit.
@@ -50,15 +52,14 @@ class Nodes:
         if rest_node is not None:
             placement.append((rest_node, rest))
             self._set(rest_node, self.free[rest_node] - rest)
-        for node in self._lowest_whole(whole):
-            placement.append((node, self.per_node))
-            self._set(node, 0)
+        if whole:
+            for node in self._lowest_whole(whole):
+                placement.append((node, self.per_node))
+                self._set(node, 0)
         return placement
 
     def _lowest_whole(self, count: int) -> list[int]:
         """Pop the `count` lowest-numbered completely free nodes (the caller then fills them)."""
-        if len(self._whole) > 2 * len(self._buckets[self.per_node]) + 64:  # mostly stale
-            self._whole = sorted(self._buckets[self.per_node])
         picked: list[int] = []
         while len(picked) < count:
             node = heapq.heappop(self._whole)
