@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from rlguard.cluster.nodes import Nodes
 
@@ -14,17 +15,24 @@ class SortingNodes(Nodes):
         return sorted(self._buckets[self.per_node])[:count]
 
 
-def test_whole_nodes_are_the_lowest_numbered_free_ones() -> None:
+@pytest.mark.parametrize(
+    ("n_nodes", "sizes", "ops"),
+    [
+        (24, [1, 2, 4, 8, 12, 16, 24, 40], 5000),  # many multi-node jobs
+        (4, [1, 1, 1, 2, 8], 20000),  # nodes empty often, few whole-node jobs: the heap compacts
+    ],
+)
+def test_whole_nodes_are_the_lowest_numbered_free_ones(n_nodes, sizes, ops) -> None:
     rng = np.random.default_rng(0)
-    fast, slow = Nodes(24), SortingNodes(24)
+    fast, slow = Nodes(n_nodes), SortingNodes(n_nodes)
     held: list[list[tuple[int, int]]] = []
-    for _ in range(5000):
+    for _ in range(ops):
         if held and rng.random() < 0.5:
             placement = held.pop(int(rng.integers(len(held))))
             fast.release(placement)
             slow.release(placement)
             continue
-        gpus = int(rng.choice([1, 2, 4, 8, 12, 16, 24, 40]))
+        gpus = int(rng.choice(sizes))
         placement = fast.place(gpus)
         assert placement == slow.place(gpus)
         if placement is not None:
