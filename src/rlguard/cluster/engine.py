@@ -138,7 +138,9 @@ class Engine:
         self._delivered_executed = np.zeros(n)
         self._finish = np.full(n, np.nan)
         self._active = np.zeros(n, dtype=bool)
-        self._last_order = np.zeros(0, dtype=np.int64)  # the last pass's order, a hint for the next
+        # The last scheduling pass's view: its rows, the rows arrived by then, and its order.
+        self._view = self._last_order = np.zeros(0, dtype=np.int64)
+        self._view_upto = 0
         self._position = np.zeros(n, dtype=np.int64)  # scratch: a row's position in a view
         self._placement: dict[int, list[tuple[int, int]]] = {}
         self._pending: set[int] = set()
@@ -152,7 +154,6 @@ class Engine:
         self._segment: dict[int, tuple[float, int, int]] = {}
         self._starts = 0
         self._arrived = 0
-        self._oldest = 0  # no row below this one is active
         self._done = 0
         self._events = 0
         self._dirty = False
@@ -428,20 +429,22 @@ class Engine:
             r = r[(due <= t) & (i + 1 < last[r])]
 
     # -- scheduling -------------------------------------------------------------------------------
-    def _active_rows(self) -> np.ndarray:
-        """Rows of the jobs pending or running, in order."""
-        while self._oldest < self._arrived and not self._active[self._oldest]:
-            self._oldest += 1
-        return self._oldest + np.flatnonzero(self._active[self._oldest : self._arrived])
+    def _view_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """The rows of the jobs pending or running, in order, and a hint for sorting them: their
+        positions in the last pass's order, then those of the rows new since.
 
-    def _hint(self, rows: np.ndarray) -> np.ndarray:
-        """Positions in `rows` in the last pass's order, then the rows new since, in order."""
+        Built from the last pass's rows (those still active) and the rows that arrived since:
+        every active job was one or the other, and arrivals come in row order.
+        """
+        kept = self._view[self._active[self._view]]
+        new = np.arange(self._view_upto, self._arrived)
+        rows = np.concatenate([kept, new[self._active[new]]])
         position = self._position
         position[rows] = np.arange(len(rows))
         last = self._last_order[self._active[self._last_order]]
-        seen = np.zeros(len(rows), dtype=bool)
-        seen[position[last]] = True
-        return np.concatenate([position[last], np.flatnonzero(~seen)])
+        hint = np.concatenate([position[last], np.arange(len(kept), len(rows))])
+        self._view, self._view_upto = rows, self._arrived
+        return rows, hint
 
     def _schedule(self, t: float, preempt: bool) -> None:
         """One scheduling pass: start the policy's best jobs, displacing others if `preempt`."""
@@ -455,10 +458,10 @@ class Engine:
                 if placement is not None:
                     self._start(t, row, placement)
             return
-        rows = self._active_rows()
+        rows, hint = self._view_rows()
         self._apply_evals(rows[self.table.running[rows]], t)
         view = ClusterView(self.table, rows, t, self.nodes.capacity)
-        ordered = self.scheduler.order(view, self._hint(rows))
+        ordered = self.scheduler.order(view, hint)
         self._last_order = ordered
         running = self.table.running[ordered]
         if preempt:
