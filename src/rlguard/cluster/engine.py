@@ -48,6 +48,7 @@ class RunResult:
     stop_reasons: list[str]
     preemptions: np.ndarray
     events: int
+    policy_passes: int  # scheduling passes that asked the policy (the rest ran every pending job)
     gpus: np.ndarray
     submit_s: np.ndarray
     rlhf: np.ndarray
@@ -156,6 +157,7 @@ class Engine:
         self._arrived = 0
         self._done = 0
         self._events = 0
+        self._policy_passes = 0
         self._dirty = False
         self._blocks = iter(stream.blocks)
         self._loaded, self._last_submit = 0, -math.inf
@@ -327,6 +329,7 @@ class Engine:
             capacity=self.nodes.capacity,
             stop_reasons=reasons,
             events=self._events,
+            policy_passes=self._policy_passes,
             **arrays,
         )
 
@@ -458,6 +461,7 @@ class Engine:
                 if placement is not None:
                     self._start(t, row, placement)
             return
+        self._policy_passes += 1
         rows, hint = self._view_rows()
         self._apply_evals(rows[self.table.running[rows]], t)
         view = ClusterView(self.table, rows, t, self.nodes.capacity)

@@ -75,6 +75,7 @@ def timed_run(
         "jobs_per_s": round(stream.n_jobs / wall, 1),
         "events": result.events,
         "events_per_s": round(result.events / wall, 1),
+        "policy_passes": result.policy_passes,
         "peak_rss_mb": round(peak_rss_mb(), 1),
         "queue": {
             "jobs_waited": round(float(waited.mean()), 4),
