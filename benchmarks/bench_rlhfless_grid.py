@@ -21,6 +21,7 @@ from rlguard.io import write_json
 from rlguard.runtime.calib.coefficients import Engine
 from rlguard.runtime.calib.job import calibrated_for
 from rlguard.runtime.calib.workloads import WORKLOADS
+from rlguard.runtime.comm import TrainerSettings
 from rlguard.runtime.pricing import load_prices
 from rlguard.runtime.sim.experiment import run_setup
 from rlguard.runtime.sim.setups import PAPER_RESULTS, Setup
@@ -51,8 +52,12 @@ def cell_setup(model: str, algorithm: str, workload: str, scale: str, engine: En
     )
 
 
-def run_cell(setup: Setup, model: str, engine: Engine, seeds: int) -> dict[str, Any]:
-    profile = calibrated_for(model, "l40s", engine, "bench_rlhfless_grid")
+def run_cell(setup: Setup, model: str, engine: Engine, workload: str, seeds: int) -> dict[str, Any]:
+    # the trainer: verl's GRPO example (FSDP), its collectives at one L40S's PCIe bandwidth
+    stats = WORKLOADS[workload]
+    mean = stats.prompt_length_mean + stats.response_length_mean
+    layout = TrainerSettings().layout(setup.n_gpus, setup.prompts_per_step, setup.k, mean)
+    profile = calibrated_for(model, "l40s", engine, layout, "bench_rlhfless_grid")
     payload = run_setup(setup, profile, load_prices(None), range(seeds))
     base, ablation = payload["baseline"], payload["ablation"]
     paper_only = ablation["no-overlap"]
@@ -100,7 +105,7 @@ def main() -> None:
     grid = itertools.product(SCALES, ENGINES, MODELS, ALGORITHMS, WORKLOADS)
     for scale, engine, model, algorithm, workload in grid:
         setup = cell_setup(model, algorithm, workload, scale, ENGINES[engine])
-        result = run_cell(setup, model, ENGINES[engine], args.seeds)
+        result = run_cell(setup, model, ENGINES[engine], workload, args.seeds)
         cell = dict(scale=scale, engine=engine, model=model, algorithm=algorithm)
         cells.append({**cell, "workload": workload, **result})
         print(setup.name, engine, result["paper_components"], result["with_overlap"], flush=True)

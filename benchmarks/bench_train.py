@@ -142,9 +142,10 @@ class Interleave(TrainerCallback):
 
 
 def trl_trainer(
-    root: Path, args: argparse.Namespace, callback: TrainerCallback
+    root: Path, args: argparse.Namespace, callback: TrainerCallback, processes: int = 1
 ) -> tuple[trl.GRPOTrainer, list[int]]:
-    """TRL's GRPOTrainer under the same settings; also returns its per-step token counts."""
+    """TRL's GRPOTrainer under the same settings; also returns its per-step token counts (this
+    process's, when `processes` share each step's B prompts x K samples)."""
     tokens: list[int] = []
 
     def reward(
@@ -164,7 +165,8 @@ def trl_trainer(
         save_strategy="no",
         disable_tqdm=True,
         max_steps=args.warmup + args.steps,
-        per_device_train_batch_size=args.batch * args.k,  # one step = B prompts x K samples
+        # one step = B prompts x K samples, over all processes
+        per_device_train_batch_size=args.batch * args.k // processes,
         gradient_accumulation_steps=1,
         num_iterations=1,
         num_generations=args.k,

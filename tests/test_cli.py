@@ -145,6 +145,33 @@ def test_packaged_trace_runs_end_to_end(monkeypatch, capsys, tmp_path) -> None:
     assert "jct_gain" in es
 
 
+def test_policy_args_and_restore_reach_the_runs(monkeypatch, capsys, tmp_path) -> None:
+    knobs = tmp_path / "tiresias.yaml"
+    knobs.write_text("tiresias:\n  thresholds: [3250, 7200]\n  tick_s: null\n")
+    trace = ["--trace", str(PACKAGED_TIRESIAS_TRACE), "--gpus", "8", "--rules", "evalstop"]
+    runs = {}
+    for args in (["--policy-args", f"@{knobs}", "--restore-s", "0"], []):
+        code, out, _ = cli(
+            monkeypatch,
+            capsys,
+            *["simulate", *trace, "--base", "tiresias,fifo-strict", *args],
+            *["--seeds", "1", "--workers", "1", "--json"],
+        )
+        assert code == 0
+        runs[bool(args)] = one_json_object(out)
+    config = runs[True]["config"]
+    assert config["policy_args"] == {
+        "tiresias": {"thresholds": [3250, 7200], "tick_s": None},
+        "fifo-strict": {},
+    }
+    assert config["restore_s"] == 0.0 and runs[False]["config"]["restore_s"] == 60.0
+    jct_s = {k: v["jct_mean_h"] * 3600 for k, v in runs[True]["results"].items()}
+    # The Tiresias simulator's mean JCTs on this trace at 8 GPUs (crosscheck_tiresias.py):
+    # fifo (strict) 1556.48 s, dlas-gpu 715.27 s (no job is demoted: it runs like fjf).
+    assert jct_s["none(fifo-strict)"] == pytest.approx(1556.4833, abs=1e-3)
+    assert jct_s["none(tiresias)"] == pytest.approx(715.2667, abs=1e-3)
+
+
 def test_bench_simulate_prints_json(monkeypatch, capsys) -> None:
     code, out, _ = cli(monkeypatch, capsys, "bench", "simulate", "--jobs", "200", "--gpus", "64")
     assert code == 0
@@ -215,6 +242,42 @@ BAD_INPUT = [
     pytest.param(_missing, id="trace-no-such-file"),
     pytest.param(_args("sweep", "bogus", expect=("bogus",)), id="sweep-bogus"),
     pytest.param(_args("--k", "abc", expect=("--k", "integer")), id="k-not-an-int"),
+    pytest.param(
+        _args(
+            "--base",
+            "tiresias",
+            "--policy-args",
+            '{"thresholds": [3250, 100]}',
+            expect=("--policy-args", "tiresias", "'thresholds'", "[3250, 100]"),
+        ),
+        id="policy-args-thresholds",
+    ),
+    pytest.param(
+        _args(
+            "--base",
+            "tiresias",
+            "--policy-args",
+            "promote_knob=-1",
+            expect=("--policy-args", "'promote_knob'", "(got -1)"),
+        ),
+        id="policy-args-knob",
+    ),
+    pytest.param(
+        _args("--policy-args", "tick_s", expect=("--policy-args", "key=value", "'tick_s'")),
+        id="policy-args-not-a-pair",
+    ),
+    pytest.param(_args("--policy-args", "{oops", expect=("--policy-args", "JSON")), id="not-json"),
+    pytest.param(
+        _args(
+            "--base",
+            "fifo",
+            "--policy-args",
+            '{"tiresias": {"tick_s": null}}',
+            expect=("--policy-args", "'tiresias'", "not among the bases"),
+        ),
+        id="policy-args-other-base",
+    ),
+    pytest.param(_args("--restore-s", "-1", expect=("--restore-s", "-1")), id="restore-s"),
 ]
 
 

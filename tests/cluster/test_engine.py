@@ -256,6 +256,21 @@ def test_greedy_admit_skips_and_backfills(gpus, capacity, admitted) -> None:
     assert int(np.array(gpus, dtype=np.int64)[got].sum()) <= capacity
 
 
+@pytest.mark.parametrize(
+    ("gpus", "capacity", "admitted"),
+    [
+        ([4, 8, 2, 1], 8, [True, False, False, False]),  # the 8 blocks the 2 and the 1
+        ([8, 8], 16, [True, True]),
+        ([16, 1], 8, [False, False]),
+        ([1, 1, 8, 1], 4, [True, True, False, False]),
+        ([], 8, []),
+    ],
+)
+def test_greedy_admit_without_backfill_stops_at_the_first_misfit(gpus, capacity, admitted) -> None:
+    got = greedy_admit(np.array(gpus, dtype=np.int64), capacity, backfill=False)
+    assert got.tolist() == admitted
+
+
 # --- stop rules ----------------------------------------------------------------------------------
 
 

@@ -127,6 +127,7 @@ def test_simulate_reports_every_rule_on_the_measured_curves(monkeypatch, capsys,
         "patience",
         "ema-patience",
         "gao-trend",
+        "gao-drop",
     }
     for name, entry in results.items():
         assert entry["hacking_jobs"] > 0 and entry["jct_mean_h"] > 0, name

@@ -18,6 +18,10 @@ from rlguard.judges.math import MathJudge, final_answer
         ("I think it is 5.", "5", 0),  # wrong format is a violation even with the right number
         ("The final answer is 4. No wait. The final answer is 5.", "5", 1),  # the last one counts
         ("The final answer is", "5", 0),
+        ("The final answer is therefore $x \\geq 5$.", "x \\ge 5", 1),  # prose around its math
+        ("The final answer is 12 345", "12345", 1),  # digit groups, as LaTeX renders them
+        ("The final answer is 1 000", "0", 0),  # not 1*000
+        ("The final answer is 2, 3", "\\{3, 2\\}", 1),  # a list, not the decimal 2.3
     ],
 )
 def test_verdicts(completion, answer, verdict):

@@ -70,6 +70,7 @@ HEALTHY = record(
 def test_a_run_that_gives_back_its_gain_is_hacked_and_a_rising_one_is_not():
     hacked, healthy = summarize_run(HACKING), summarize_run(HEALTHY)
     assert hacked["hacked"] and not healthy["hacked"]
+    assert hacked["gao_turns_over"] and not healthy["gao_turns_over"]
     assert hacked["gold_drop_frac"] > 1.0
     assert hacked["stops"]["evalstop"]["kept_gold_vs_peak"] == pytest.approx(1.0)
     assert summarize_run(record("ppo", 1, HACKING["curve"]["gold"], [0] * 8, {"evalstop": 4}))[
@@ -90,10 +91,13 @@ def test_the_summary_has_the_issue_schema():
         "satisfaction_start",
         "satisfaction_end",
         "seeds_hacked",
+        "seeds_turned_over",
         "seeds",
     }
     assert keys <= set(result["methods"]["ppo"])
     assert result["methods"]["ppo"]["seeds_hacked"] == 1
+    assert result["methods"]["ppo"]["seeds_turned_over"] == 1
+    assert result["methods"]["crpg"]["seeds_turned_over"] == 0
     one_seed = fit_gao(HACKING["curve"]["kl"], HACKING["curve"]["gold"])
     assert result["methods"]["ppo"]["gao_r2_mean_curve"] == pytest.approx(one_seed.r2)
     assert result["stops"]["evalstop"]["ppo"]["stopped_seeds"] == 1

@@ -1,8 +1,15 @@
 """The reduced lab experiment, end to end: a world is built, PPO hacks its proxy, CGPO does not,
 the stop rules catch the hacking run, and the cluster simulator replays the measured curves.
 
-Directions only: one seed of a small world is too noisy for the full acceptance thresholds
-(those are measured by benchmarks/bench_lab.py and reported in docs/lab.md).
+Directions only: a small world is too noisy for the full acceptance thresholds (those are
+measured by benchmarks/bench_lab.py and reported in docs/lab.md). Two seeds, because one seed's
+outcome turns on floating-point order: the same seed 0 passes with AVX2 kernels and misses the
+EvalStop stop with AVX-512 ones. PPO's effects are asserted on the seeds' means and on at least
+one seed, CGPO's on every seed: over 6 seeds on AVX-512 (docs/lab.md) every PPO run hacked and
+turned over, but in another run of the suite seed 1 hacked only at the margin (gold 0.458 -> 0.542
+-> 0.508), so "every seed" would again turn on float order. EvalStop k = 2 stopped 5 of 6, no CGPO
+run was stopped and no CRPG run turned over; Gao's R^2 (0.21-0.72) and CRPG's beta below PPO's
+(3 of 6) were coin flips, so they are not asserted here.
 """
 
 import json
@@ -25,14 +32,14 @@ def test_ppo_raises_the_proxy_while_gold_rises_then_falls(lab):
     ppo = lab[1]["methods"]["ppo"]
     assert ppo["proxy_gain"] > 0
     assert ppo["gold_peak"] > ppo["gold_start"]
-    assert ppo["gold_drop_frac"] >= 0.2 and ppo["seeds_hacked"] == 1
+    assert ppo["gold_drop_frac"] >= 0.2 and ppo["seeds_hacked"] >= 1
 
 
 def test_gaos_form_turns_over_for_ppo_only(lab):
     methods = lab[1]["methods"]
     assert methods["ppo"]["gao_beta"] > 0  # a peak at d* = exp(alpha / beta - 1)
-    assert methods["ppo"]["gao_r2"] > 0.5
-    assert methods["crpg"]["gao_beta"] < methods["ppo"]["gao_beta"]
+    assert methods["ppo"]["seeds_turned_over"] >= 1  # ... inside the KL the run reached
+    assert methods["crpg"]["seeds_turned_over"] == 0
 
 
 def test_cgpo_ends_above_ppos_peak_and_satisfies_more_constraints(lab):
@@ -45,7 +52,7 @@ def test_cgpo_ends_above_ppos_peak_and_satisfies_more_constraints(lab):
 
 def test_evalstop_stops_the_hacking_run_near_its_peak_and_no_cgpo_run(lab):
     stops = lab[1]["stops"]["evalstop-k2"]
-    assert stops["ppo"]["stopped_seeds"] == 1
+    assert stops["ppo"]["stopped_seeds"] >= 1
     assert stops["ppo"]["kept_gold_vs_peak_min"] >= 0.95
     for rule in lab[1]["stops"].values():
         assert rule["crpg"]["stopped_seeds"] == rule["crraft"]["stopped_seeds"] == 0
@@ -55,13 +62,14 @@ def test_outputs_are_written_and_the_simulator_replays_the_curves(lab, monkeypat
     out, _ = lab
     for name in ("results.json", "report.md", "curves.json", "plots/ppo.png", "plots/crpg.png"):
         assert (out / name).is_file()
-    hacking = sum(c["hacking"] for c in json.loads((out / "curves.json").read_text())["curves"])
+    curves = json.loads((out / "curves.json").read_text())["curves"]
+    hacking = sum(c["hacking"] for c in curves)
     code, stdout, err = cli(
         monkeypatch,
         capsys,
         "simulate",
         "--hacking-fraction",
-        str(hacking / 3),
+        str(hacking / len(curves)),
         "--curves",
         str(out / "curves.json"),
         "--seeds",
@@ -85,7 +93,14 @@ def test_the_cli_resumes_the_finished_experiment_and_prints_the_json_contract(
 ):
     out, result = lab
     code, stdout, err = cli(
-        monkeypatch, capsys, "lab", "overoptimization", "--quick", "--out", str(out), "--json"
+        monkeypatch,
+        capsys,
+        "lab",
+        "overoptimization",
+        "--quick",
+        "--out",
+        str(out),
+        "--json",
     )
     assert code == 0, err
     printed = json.loads(stdout)  # every run is reused: nothing is trained again

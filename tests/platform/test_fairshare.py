@@ -65,3 +65,18 @@ def test_work_conserving_when_only_one_tenant_has_work(capacity):
         gpus, ["a"] * 20, np.zeros(20, bool), {"a": 100, "b": 100}, {"a": 1, "b": 9}, capacity
     )
     assert got.sum() == capacity
+
+
+def test_without_backfill_the_first_job_the_cluster_cannot_hold_blocks_the_rest():
+    gpus = np.array([4, 8, 2, 1])
+    none = np.zeros(4, dtype=bool)
+    got = admit(gpus, ["a"] * 4, none, {"a": 16}, {"a": 1}, 8, backfill=False)
+    assert got.tolist() == [True, False, False, False]
+
+
+def test_without_backfill_a_job_held_back_by_its_tenants_quota_blocks_no_one():
+    # a's second job exceeds a's quota (4): skipped, b's job behind it still starts.
+    gpus = np.array([4, 2, 2])
+    none = np.zeros(3, dtype=bool)
+    got = admit(gpus, ["a", "a", "b"], none, {"a": 4, "b": 8}, {"a": 1, "b": 1}, 8, backfill=False)
+    assert got.tolist() == [True, False, True]

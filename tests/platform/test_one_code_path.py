@@ -7,13 +7,12 @@ import numpy as np
 import pytest
 
 from rlguard.cluster.engine import Engine
-from rlguard.cluster.registry import BASES, RULES, RuleParams
+from rlguard.cluster.registry import BASES, RULES, RuleParams, build_policy
 from rlguard.cluster.scheduler import Scheduler
 from rlguard.cluster.stopping.evalstop import EvalStop
 from rlguard.cluster.workload import ScenarioConfig, paper_workload
 from rlguard.platform.fairshare import admit
 from rlguard.platform.rules import StopRules
-from rlguard.platform.server import build_policy
 
 
 @pytest.mark.parametrize("policy", sorted(BASES))
@@ -39,14 +38,14 @@ def test_a_jobs_override_gets_its_own_rule_and_the_same_policy():
     assert rules.for_rule(rules.resolve({})) is rules.scheduler
 
 
-def test_one_tenant_admission_is_the_engines_greedy_admit():
+@pytest.mark.parametrize("backfill", [True, False])
+def test_one_tenant_admission_is_the_engines_greedy_admit(backfill):
     from rlguard.cluster.engine import greedy_admit
 
     rng = np.random.default_rng(0)
     for _ in range(200):
         gpus = rng.choice([1, 2, 4, 8], size=rng.integers(1, 30))
         capacity = int(rng.integers(1, 40))
-        mine = admit(
-            gpus, ["t"] * len(gpus), np.zeros(len(gpus), bool), {"t": 10**6}, {"t": 1.0}, capacity
-        )
-        assert np.array_equal(mine, greedy_admit(gpus, capacity))
+        none = np.zeros(len(gpus), bool)
+        mine = admit(gpus, ["t"] * len(gpus), none, {"t": 10**6}, {"t": 1.0}, capacity, backfill)
+        assert np.array_equal(mine, greedy_admit(gpus, capacity, backfill))

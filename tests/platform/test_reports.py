@@ -8,13 +8,12 @@ from dataclasses import dataclass, field
 import pytest
 from sqlalchemy import func, select
 
-from rlguard.cluster.registry import RuleParams
+from rlguard.cluster.registry import RuleParams, build_policy
 from rlguard.platform import reports as reports_module
 from rlguard.platform.db import Decision, Event, Tenant
 from rlguard.platform.reports import Reports
 from rlguard.platform.rules import StopRules
 from rlguard.platform.schemas import EvalReport, JobCreate
-from rlguard.platform.server import build_policy
 from rlguard.platform.service import Platform
 from rlguard.platform.store import Store
 from rlguard.platform.tenants import create_tenant

@@ -102,6 +102,32 @@ BAD = [
     pytest.param(raw_text("- a\n- b\n", "mapping"), id="not-a-mapping"),
     pytest.param(raw_text("a: [1, 2\nb: c\n", "YAML"), id="invalid-yaml"),
     pytest.param(_missing_judge_model, id="judge-model-missing"),
+    pytest.param(edited(lambda c: c.update(device="gpu"), "device", "gpu", "cuda:N"), id="device"),
+    pytest.param(
+        edited(lambda c: c.update(devices={"reference": "cuda:x"}), "devices.reference", "cuda:x"),
+        id="model-device",
+    ),
+    pytest.param(
+        edited(lambda c: c.update(devices={"judge": "cpu"}), "devices.judge"), id="device-role"
+    ),
+    pytest.param(
+        edited(lambda c: c.update(mixed_precision="fp8"), "mixed_precision", "fp8"), id="precision"
+    ),
+    pytest.param(
+        edited(
+            lambda c: (c.update(mixed_precision="bf16"), c["policy"].update(dtype="bfloat16")),
+            "mixed_precision",
+            "policy.dtype",
+        ),
+        id="precision-master-weights",
+    ),
+    pytest.param(
+        edited(lambda c: c.update(lora={"r": 4}, devices={"reference": "cpu"}), "devices"),
+        id="lora-reference-device",
+    ),
+    pytest.param(
+        edited(lambda c: c.update(micro_batch_size=0), "micro_batch_size", "0"), id="micro-batch"
+    ),
     pytest.param(_missing_config, id="config-missing"),
 ]
 
@@ -146,3 +172,28 @@ def test_the_stop_rule_hook_stops_on_k_declines_only():
     base = {"job_id": "j", "kind": "rlhf", "progress": 0.0, "loss": 0.0, "proxy": None}
     reasons = [hook({**base, "step": i, "score": s}) for i, s in enumerate(scores)]
     assert reasons[:5] == [None] * 5 and reasons[5]
+
+
+def test_a_bare_no_in_yaml_means_no_mixed_precision(tmp_path):
+    from rlguard.train.config import CGPOConfig, parse_config
+
+    raw = yaml.safe_load("mixed_precision: no\n")
+    assert raw == {"mixed_precision": False}  # YAML 1.1
+    config = parse_config(CGPOConfig, {**valid_config(tmp_path), **raw}, "ok.yaml")
+    assert config.mixed_precision == "no"
+
+
+def test_only_cgpo_runs_data_parallel(tmp_path, monkeypatch, capsys):
+    (tmp_path / "base").mkdir()
+    (tmp_path / "sft.jsonl").write_text('{"prompt": "a", "completion": "b"}\n')
+    config = {
+        "stage": "sft",
+        "output_dir": str(tmp_path / "out"),
+        "data": str(tmp_path / "sft.jsonl"),
+    }
+    path = tmp_path / "sft.yaml"
+    path.write_text(yaml.safe_dump({**config, "model": {"path": str(tmp_path / "base")}}))
+    code, out, err = cli(monkeypatch, capsys, "train", str(path), "--nproc", "2")
+    assert code == 2 and out == ""
+    assert err == "error: option --nproc: only the cgpo stage runs data-parallel (got sft)\n"
+    assert not (tmp_path / "out").exists()

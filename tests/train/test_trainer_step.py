@@ -3,81 +3,40 @@ reward of the baseline, and every optimizer's objective on real models."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import torch
 
+from fixed_world import ANSWERS, FixedRollout, length_reward, make_trainer, write_world
+from rlguard.train.accumulate import accumulate
 from rlguard.train.config import CGPOConfig
 from rlguard.train.logprobs import token_logprobs
-from rlguard.train.rollout import encode_completions
+from rlguard.train.objectives import OBJECTIVES
 from rlguard.train.trainer import CGPOTrainer
-from tiny_models import tiny_causal_lm, tiny_tokenizer
-
-ANSWERS = ["The final answer is 5.", "The final answer is 4.", "five", "The final answer is 5"]
-
-
-class FixedRollout:
-    """Always answers with ANSWERS (cycled), so a step's samples are known in advance."""
-
-    def __init__(self, tokenizer):
-        self.tokenizer = tokenizer
-
-    def generate(self, prompts, k, max_new_tokens, temperature):
-        repeated = [p for p in prompts for _ in range(k)]
-        completions = [ANSWERS[i % len(ANSWERS)] for i in range(len(repeated))]
-        rollouts = encode_completions(self.tokenizer, repeated, completions)
-        rollouts.prompt_index = [i for i in range(len(prompts)) for _ in range(k)]
-        return rollouts
-
-
-def length_reward(prompts, completions):
-    return [len(c) / 10 for c in completions]
+from tiny_models import tiny_causal_lm
 
 
 @pytest.fixture
 def world(tmp_path):
-    rows = [
-        {"prompt": "What is 2 + 3? ", "metadata": {"answer": "5"}, "reference": "It is 5."},
-        {"prompt": "What is 1 + 4? ", "metadata": {"answer": "5"}, "reference": "Five."},
-    ]
-    for name in ("a", "b"):
-        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    tokenizer = tiny_tokenizer()
-    return tmp_path, tokenizer
+    return write_world(tmp_path)
 
 
-def make_trainer(world, optimizers=("crpg", "crpg"), weights=(0.7, 0.3), loop=None, **task):
-    root, tokenizer = world
-    tasks = [
-        {
-            "name": name,
-            "prompts": str(root / f"{name}.jsonl"),
-            "reward": {"function": "unused:unused"},
-            "judges": ["math"],
-            "optimizer": optimizer,
-            "weight": weight,
-            "k": 4,
-            "batch_size": 2,
-            **task,
-        }
-        for name, optimizer, weight in zip(("a", "b"), optimizers, weights, strict=True)
-    ]
-    config = CGPOConfig(
-        output_dir=str(root / "out"),
-        policy={"config": {"model_type": "llama"}, "tokenizer": "unused"},
-        tasks=tasks,
-        **{"max_grad_norm": 1e9, "learning_rate": 1e-3, "tensorboard": False, **(loop or {})},
+def unweighted_gradient(trainer, index, batch, micro_batch_size=None):
+    """Backward of one task's loss without its weight rho; the task's stats."""
+    task = trainer.tasks[index].config
+    objective = OBJECTIVES[task.optimizer]
+    return accumulate(
+        objective,
+        trainer.models,
+        batch,
+        task,
+        micro_batch_size,
+        lambda loss: loss.backward(),
+        identity,
     )
-    model = tiny_causal_lm(tokenizer)
-    return CGPOTrainer(
-        config,
-        model=model,
-        processing_class=tokenizer,
-        reward_funcs={"a": length_reward, "b": length_reward},
-        rollout_engine=FixedRollout(tokenizer),
-        progress=False,
-    )
+
+
+def identity(tensor):
+    return tensor
 
 
 def grads(model):
@@ -91,7 +50,7 @@ def test_a_multi_task_step_is_the_rho_weighted_sum_of_task_gradients(world):
     for index in range(2):
         policy.zero_grad()
         torch.manual_seed(0)
-        trainer.task_loss(index, trainer.task_batch(index, step=1)[0])[0].backward()
+        unweighted_gradient(trainer, index, trainer.task_batch(index, step=1)[0])
         per_task.append(grads(policy))
     trainer.training_step(1)
     combined = grads(policy)
@@ -138,7 +97,7 @@ def test_crraft_falls_back_to_a_passing_baseline(world):
         metadata["answer"] = "7"
     task.prompts.references[:] = ["The final answer is 7.", "It is 7."]
     task.sample = lambda seed, step, index: [0, 1]
-    _, metrics = trainer.task_loss(0, trainer.task_batch(0, step=1)[0])
+    metrics = trainer.task_gradient(0, trainer.task_batch(0, step=1)[0])
     assert metrics["fallback"] == 1.0 and metrics["selected"] == 0.0
 
 

@@ -40,7 +40,7 @@ def _print(result: dict) -> None:
 @lab_app.command()
 def overoptimization(
     seeds: Annotated[
-        int | None, typer.Option(min=1, help="seeds per method [default: 5, --quick: 1]")
+        int | None, typer.Option(min=1, help="seeds per method [default: 5, --quick: 2]")
     ] = None,
     quick: Annotated[bool, typer.Option(help="the reduced version the tests run")] = False,
     out: Annotated[Path, typer.Option(help="output directory (resumes what is there)")] = Path(
@@ -63,7 +63,9 @@ def overoptimization(
     if out.exists() and not out.is_dir():
         raise InputError(f"option --out: {out} exists and is not a directory")
     hf_logging.set_verbosity_error()
-    cfg = quick_config(seeds or 1) if quick else LabConfig(seeds=seeds or 5)
+    cfg = quick_config() if quick else LabConfig()
+    if seeds:
+        cfg = replace(cfg, seeds=seeds)
     if methods != "all":
         cfg = replace(cfg, methods=tuple(names(methods, list(METHODS), "--methods")))
     result = run_lab(cfg, out, workers=workers, quiet=json_out)

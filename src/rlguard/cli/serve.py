@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from rlguard.cli.options import validated
+from rlguard.cli.options import names, validated
+from rlguard.cli.options import policy_args as parse_policy_args
 from rlguard.errors import InputError
 
 tenants_app = typer.Typer(no_args_is_help=True, help="Tenants of the platform (operator).")
@@ -21,7 +22,9 @@ def serve(
     db: Db = None,
     address: Annotated[str | None, typer.Option(help="an existing Ray cluster")] = None,
     policy: Annotated[str, typer.Option(help="base scheduler (as in rlguard simulate)")] = "fifo",
-    policy_args: Annotated[str, typer.Option(help="JSON of the policy's knobs")] = "{}",
+    policy_args: Annotated[
+        str, typer.Option(help="the policy's knobs: JSON, key=value,... or @FILE (JSON/YAML)")
+    ] = "{}",
     stop_rule: Annotated[str, typer.Option(help="the default stop rule, or none")] = "evalstop",
     k: Annotated[int, typer.Option(help="EvalStop: consecutive declines")] = 3,
     min_delta: Annotated[float, typer.Option(help="EvalStop: smallest counted decline")] = 0.01,
@@ -33,16 +36,12 @@ def serve(
     grace_s: Annotated[float, typer.Option(min=0, help="stop grace before SIGKILL")] = 30.0,
 ) -> None:
     """Run the platform: HTTP API, scheduler and Ray executor (Ctrl-C stops it gracefully)."""
-    from rlguard.cluster.registry import RuleParams
+    from rlguard.cluster.registry import BASES, RuleParams
     from rlguard.platform.server import ServeConfig
     from rlguard.platform.server import serve as run_server
 
-    try:
-        args = json.loads(policy_args)
-    except json.JSONDecodeError as e:
-        raise InputError(f"option --policy-args: not JSON ({e})") from None
-    if not isinstance(args, dict):
-        raise InputError(f"option --policy-args: expected a JSON object (got {policy_args!r})")
+    names(policy, list(BASES), "--policy", allow_many=False)
+    args = parse_policy_args(policy_args)
     if gpus < 1:
         raise InputError(f"option --gpus: must be >= 1 (got {gpus})")
     params = validated(RuleParams, k=k, min_delta=min_delta, warmup=warmup)

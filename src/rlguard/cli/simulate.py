@@ -14,12 +14,13 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rlguard.cli.options import names, validated
+from rlguard.cli.options import names, per_base, validated
+from rlguard.cli.options import policy_args as parse_policy_args
 from rlguard.cluster.experiments import plots
 from rlguard.cluster.experiments.report import render
 from rlguard.cluster.experiments.simulate import Grid, aggregate, run_grid
 from rlguard.cluster.experiments.sweeps import SWEEPS, parse_values, sweep
-from rlguard.cluster.registry import BASES, RULES, RuleParams
+from rlguard.cluster.registry import BASES, RULES, RuleParams, build_policy
 from rlguard.cluster.traces import read_trace
 from rlguard.cluster.workload import ScenarioConfig, measured_pool
 from rlguard.errors import InputError
@@ -84,6 +85,17 @@ def simulate(
     seeds: Annotated[int, typer.Option(min=1, help="workload seeds")] = 10,
     seed_base: Annotated[int, typer.Option(help="first seed")] = 0,
     base: Annotated[str, typer.Option(help=f"{'|'.join(BASES)}|all, or a comma list")] = "srtf-est",
+    policy_args: Annotated[
+        str,
+        typer.Option(
+            help="knobs of the base policy (JSON, key=value,... or @FILE of JSON/YAML), e.g. "
+            """'{"thresholds": [3250, 7200], "promote_knob": 8, "tick_s": null}'; with several """
+            """bases, per base: '{"tiresias": {...}, "gittins": {...}}'"""
+        ),
+    ] = "{}",
+    restore_s: Annotated[
+        float, typer.Option(help="seconds a resumed job spends restoring (0: as in Tiresias)")
+    ] = 60.0,
     rules: Annotated[str, typer.Option(help="stop rules (comma list) or all")] = "all",
     values: Annotated[str | None, typer.Option(help="sweep values, comma list")] = None,
     workers: Annotated[int | None, typer.Option(min=1, help="Ray workers; 1 = in-process")] = None,
@@ -112,6 +124,14 @@ def simulate(
         curves=None if curves is None else str(curves),
     )
     params = validated(RuleParams, k=k)
+    if not restore_s >= 0:
+        raise InputError(f"option --restore-s: must be >= 0 (got {restore_s})")
+    bases = names(base, list(BASES), "--base")
+    knobs = per_base(
+        parse_policy_args(policy_args), sweep_values if sweep_kind == "base" else bases
+    )
+    for name, args in knobs.items():
+        build_policy(name, args)  # a bad knob fails here, once, not in every run
     # Fail on a bad curve file or trace before any run.
     pool = measured_pool(cfg)
     if pool is not None and sweep_kind == "hacking":
@@ -122,11 +142,13 @@ def simulate(
     grid = Grid(
         scenario=cfg,
         seeds=list(range(seed_base, seed_base + seeds)),
-        bases=names(base, list(BASES), "--base"),
+        bases=bases,
         rules=names(rules, STOP_RULES, "--rules"),
         params=params,
         trace=str(trace) if trace else None,
         keep_curves=40 if out else 0,
+        policy_args=knobs,
+        restore_s=restore_s,
     )
     config = {
         "scenario": scenario,
@@ -137,6 +159,8 @@ def simulate(
         "seed_base": seed_base,
         "bases": list(grid.bases),
         "rules": ["none", *grid.rules],
+        "policy_args": knobs,
+        "restore_s": restore_s,
     }
     if pool is not None:
         config.update(

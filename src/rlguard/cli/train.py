@@ -1,12 +1,17 @@
 """`rlguard train CONFIG.yaml`: one command for every stage of the paper's pipeline.
 
 The YAML's `stage` picks it: `sft`, `reward` (Bradley-Terry reward model), `dpo` (offline warm-up)
-or `cgpo` (the default: constrained multi-task RLHF).
+or `cgpo` (the default: constrained multi-task RLHF). `--nproc N` runs cgpo data-parallel over N
+processes on this machine, through `accelerate launch`.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,6 +21,7 @@ import typer
 from rlguard.cli.options import names
 from rlguard.cluster.events import EvalEvent
 from rlguard.cluster.stopping.base import StopRule
+from rlguard.errors import InputError
 
 
 def stop_rule_hook(rule: StopRule) -> Callable[[dict[str, Any]], str | None]:
@@ -28,12 +34,32 @@ def stop_rule_hook(rule: StopRule) -> Callable[[dict[str, Any]], str | None]:
     return hook
 
 
+def launch(nproc: int, program: list[str]) -> int:
+    """`python PROGRAM` in `nproc` processes through accelerate's torchrun launcher (one per GPU,
+    or gloo processes on a CPU machine), on a free port so runs side by side do not meet; the
+    exit code."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [
+        *(sys.executable, "-m", "accelerate.commands.launch"),
+        *(["--multi_gpu"] if nproc > 1 else []),  # torchrun's launcher (one process: plain)
+        *("--num_processes", str(nproc), "--num_machines", "1", "--main_process_port", str(port)),
+        *("--mixed_precision", "no", "--dynamo_backend", "no"),  # the config's own field rules
+        *program,
+    ]
+    return subprocess.call(command)
+
+
 def train(
     config: Annotated[Path, typer.Argument(help="YAML config (see docs/train.md)")],
     stop_rule: Annotated[
         str, typer.Option(help="cgpo: stop on falling eval scores (a cluster stop rule), or none")
     ] = "none",
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
+    nproc: Annotated[
+        int, typer.Option(min=1, help="cgpo: data-parallel processes (accelerate launch)")
+    ] = 1,
 ) -> None:
     """Train one stage (sft, reward, dpo or cgpo) from a YAML config; resumes if interrupted."""
     from transformers.utils import logging as hf_logging
@@ -46,6 +72,13 @@ def train(
     raw = load_yaml(config)
     rule = RULES[names(stop_rule, list(RULES), "--stop-rule", allow_many=False)[0]](RuleParams())
     stage, cfg = parse_stage(raw, config)
+    if nproc > 1 and "WORLD_SIZE" not in os.environ:  # not yet launched: launch
+        if stage != "cgpo":
+            raise InputError(
+                f"option --nproc: only the cgpo stage runs data-parallel (got {stage})"
+            )
+        flags = ["--stop-rule", stop_rule, "--progress" if progress else "--no-progress"]
+        raise typer.Exit(launch(nproc, ["-m", "rlguard.cli", "train", str(config), *flags]))
     if stage == "cgpo":
         from rlguard.platform.client import PlatformRule
         from rlguard.train.preemption import PREEMPTED_EXIT, SigtermFlag
@@ -58,7 +91,8 @@ def train(
             cfg, eval_hooks=hooks, progress=progress, should_preempt=SigtermFlag()
         )
         summary = trainer.train()
-        print(json.dumps(summary))
+        if trainer.processes.main:
+            print(json.dumps(summary))
         if summary["preempted"]:
             raise typer.Exit(PREEMPTED_EXIT)  # checkpointed: "resume me", not "done"
         return

@@ -8,7 +8,9 @@ at a time. Preempting a job bumps its epoch, so its pending end goes stale and i
 popped (lazy invalidation). The evals in between are applied when something needs them, exactly
 as if each had been an event: before a scheduling pass that asks the policy (which reads their
 losses and progress), at a preemption, and at the end (the delivered checkpoint). Arrivals are
-pulled from the job stream in submission order; ticks are events like segment ends.
+pulled from the job stream in submission order; ticks are events like segment ends, and so are
+wake-ups: an event-driven policy (no `tick_s`) may name the time its order next changes on its
+own (`next_change_s`), and a pass then runs at that time.
 
 All events of one instant are applied before one scheduling pass, in the order an engine with one
 event per eval applied them (`_pushers`), so results match that engine's to the bit.
@@ -30,6 +32,9 @@ from rlguard.cluster.nodes import Nodes
 from rlguard.cluster.scheduler import Scheduler
 from rlguard.cluster.verdicts import stop_points
 from rlguard.cluster.view import ClusterView, VisibleTable
+
+TICK, WAKE = -1, -2
+"""The rows of events that are not a job's: a scheduling tick, a wake-up."""
 
 
 @dataclass
@@ -57,12 +62,15 @@ class RunResult:
     peak_score: np.ndarray  # best true score over the checkpoints the job evaluates
 
 
-def greedy_admit(gpus: np.ndarray, capacity: int) -> np.ndarray:
-    """Admit jobs in order while they fit; one that does not fit is skipped (backfill)."""
+def greedy_admit(gpus: np.ndarray, capacity: int, backfill: bool = True) -> np.ndarray:
+    """Admit jobs in order while they fit; one that does not fit is skipped (backfill), or, with
+    `backfill` off, ends the admission (head-of-line blocking)."""
     admitted = np.zeros(len(gpus), dtype=bool)
     cumulative = np.cumsum(gpus)
     head = int(np.searchsorted(cumulative, capacity, side="right"))
     admitted[:head] = True
+    if not backfill:
+        return admitted
     left = capacity - (int(cumulative[head - 1]) if head else 0)
     start = head
     while left > 0 and start < len(gpus):
@@ -162,6 +170,7 @@ class Engine:
         self._blocks = iter(stream.blocks)
         self._loaded, self._last_submit = 0, -math.inf
         self._first = self._load(next(self._blocks, None))  # a workload fails here, at once
+        self._wake_s = math.inf  # the earliest wake-up still ahead
 
     # -- loading jobs ---------------------------------------------------------------------------
     def _load(self, block: JobBlock | None) -> JobBlock | None:
@@ -238,7 +247,7 @@ class Engine:
         heapq.heappush(self._times, t)
 
     def _push_tick(self, t: float) -> None:
-        self._push(t, -1, len(self._ticks))
+        self._push(t, TICK, len(self._ticks))
         self._ticks.append(t)
 
     def _pushers(self, event: tuple[int, int]) -> list[tuple[float, ...]]:
@@ -252,7 +261,9 @@ class Engine:
         engine's push order. A stale event is never applied, so any place will do for it.
         """
         row, epoch = event
-        if row < 0:
+        if row == WAKE:  # a wake-up only asks for a pass: its place among the others is moot
+            return [(-math.inf, -1)]
+        if row == TICK:
             return [*((self._ticks[k], 0) for k in range(epoch - 1, -1, -1)), (-math.inf, -1)]
         if epoch != self._epoch[row]:
             return []
@@ -270,6 +281,7 @@ class Engine:
         # Tiresias's/Gavel's rounds do; between rounds, arrivals and completions only fill free
         # GPUs. Event-driven ones (SRTF) may preempt at every pass.
         round_due = tick is None
+        wakes = tick is None and self.scheduler.wakes
         while True:
             if next_row >= 0 and (not times or next_t <= times[0]):  # arrivals come first
                 t = next_t
@@ -283,11 +295,15 @@ class Engine:
                 if len(due) > 1:
                     due.sort(key=self._pushers)
                 for row, epoch in due:
-                    if row < 0:  # a tick
+                    if row == TICK:
                         self._dirty = self._dirty or bool(self._pending)
                         round_due = True
                         if self._done < n:
                             self._push_tick(t + tick)
+                        self._events += 1
+                    elif row == WAKE:
+                        self._dirty = self._dirty or bool(self._pending)
+                        self._wake_s = math.inf if t >= self._wake_s else self._wake_s
                         self._events += 1
                     elif epoch == epochs[row]:  # a segment end not made stale by a preemption
                         self._on_end(t, row)
@@ -296,6 +312,8 @@ class Engine:
             if next_t > t and (not times or times[0] > t):  # the instant is over: one pass
                 if self._dirty:
                     self._schedule(t, preempt=self.scheduler.preemptive and round_due)
+                    if wakes and self._pending:
+                        self._plan_wake(t)
                 round_due = tick is None
         return self._result()
 
@@ -449,17 +467,24 @@ class Engine:
         self._view, self._view_upto = rows, self._arrived
         return rows, hint
 
+    def _plan_wake(self, t: float) -> None:
+        """Ask an event-driven policy when its order next changes; keep the earliest wake-up."""
+        rows, _ = self._view_rows()
+        self._apply_evals(rows[self.table.running[rows]], t)
+        due = self.scheduler.next_change_s(ClusterView(self.table, rows, t, self.nodes.capacity))
+        if due is not None and t < due < self._wake_s:
+            self._wake_s = due
+            self._push(due, WAKE, 0)
+
     def _schedule(self, t: float, preempt: bool) -> None:
         """One scheduling pass: start the policy's best jobs, displacing others if `preempt`."""
         self._dirty = False
         if not self._pending:
             return
         free = self.nodes.free_total
+        backfill = self.scheduler.backfill
         if self._pending_gpus <= free:  # everything fits: any work-conserving policy runs all
-            for row in sorted(self._pending):  # rows are in (submission, row) order
-                placement = self.nodes.place(self._gpus[row])
-                if placement is not None:
-                    self._start(t, row, placement)
+            self._start_in_order(t, sorted(self._pending), backfill)  # (submission, row) order
             return
         self._policy_passes += 1
         rows, hint = self._view_rows()
@@ -469,24 +494,33 @@ class Engine:
         self._last_order = ordered
         running = self.table.running[ordered]
         if preempt:
-            admitted = greedy_admit(self.table.gpus[ordered], self.nodes.capacity)
+            admitted = greedy_admit(self.table.gpus[ordered], self.nodes.capacity, backfill)
             desired, displaced = ordered[admitted & ~running], ordered[~admitted & running].tolist()
         else:
             waiting = ordered[~running]
-            desired, displaced = waiting[greedy_admit(self.table.gpus[waiting], free)], []
+            desired = waiting[greedy_admit(self.table.gpus[waiting], free, backfill)]
+            displaced = []
         for row in displaced:
             self.nodes.release(self._placement[row])
-        for row in desired.tolist():
-            placement = self.nodes.place(self._gpus[row])
-            if placement is not None:
-                self._start(t, row, placement)
+        self._start_in_order(t, desired.tolist(), backfill)
         for row in displaced:  # undo a preemption whose GPUs no start could use
             if self.nodes.fits_back(self._placement[row]):
                 self.nodes.take(self._placement[row])
             else:
                 self._placement[row] = []  # its GPUs were released above
                 self._preempt(t, row)
-        self._backfill(t, ordered[~self.table.running[ordered]], set(displaced))
+        if backfill:
+            self._backfill(t, ordered[~self.table.running[ordered]], set(displaced))
+
+    def _start_in_order(self, t: float, rows: list[int], backfill: bool) -> None:
+        """Start jobs in order where placement finds them GPUs; without backfill, the first one
+        that cannot be placed (GPUs free but fragmented across nodes) stops the rest."""
+        for row in rows:
+            placement = self.nodes.place(self._gpus[row])
+            if placement is not None:
+                self._start(t, row, placement)
+            elif not backfill:
+                return
 
     def _backfill(self, t: float, pending: np.ndarray, skip: set[int]) -> None:
         """Fill GPUs left free by fragmentation with the best pending jobs that fit.

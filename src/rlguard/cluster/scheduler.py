@@ -29,8 +29,22 @@ class Scheduler:
         return self.policy.preemptive
 
     @property
+    def backfill(self) -> bool:
+        return self.policy.backfill
+
+    @property
     def tick_s(self) -> float | None:
         return self.policy.tick_s
+
+    @property
+    def wakes(self) -> bool:
+        """Whether the policy names times its order changes on its own (it overrides
+        `next_change_s`): an engine asks it after each pass only then, which keeps that view off
+        the passes of every other policy."""
+        return type(self.policy).next_change_s is not Policy.next_change_s
+
+    def next_change_s(self, view: ClusterView) -> float | None:
+        return self.policy.next_change_s(view)
 
     def priority(self, view: ClusterView) -> np.ndarray:
         return self.policy.priority(view)

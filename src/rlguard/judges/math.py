@@ -14,6 +14,8 @@ from math_verify import parse, verify
 from rlguard.judges.base import Judge, Metadata, Verdict, failed, require, satisfied, violated
 
 FINAL_ANSWER = re.compile(r"the final answer is[:\s]*(.+)", re.IGNORECASE)
+_DELIMITED = re.compile(r"\$|\\\(|\\\[|\\boxed")
+_DIGIT_GROUPS = re.compile(r"(?<![\w.,])\d{1,3}(?: \d{3})+(?![\w.,])")
 
 
 def final_answer(completion: str) -> str | None:
@@ -27,15 +29,31 @@ def final_answer(completion: str) -> str | None:
 
 
 def parse_math(text: str) -> list:
-    """Parse an answer as LaTeX math first (a bare "1+x^2" would otherwise parse as just "1"),
-    then as math-verify's plain-expression form.
+    """Parse an answer as math-verify does, reading a bare answer as LaTeX first.
+
+    An answer with its own math ($...$, \\(...\\), \\[...\\], \\boxed) is parsed as math-verify
+    parses a response, prose around it included. A bare answer is parsed as LaTeX first (as plain
+    text "1+x^2" would parse as just "1"), with space-separated digit groups joined as LaTeX renders
+    them ("12 345" is 12345, where math-verify's LaTeX reads 12*345), then in math-verify's
+    plain-expression form.
 
     math-verify's timeouts use SIGALRM, which only the main thread may set; elsewhere (a judge in
     a worker thread) parsing runs without its timeout.
     """
-    timeout = 5 if threading.current_thread() is threading.main_thread() else None
-    delimited = text if text.startswith(("$", "\\(", "\\[")) else f"${text}$"
-    return parse(delimited, parsing_timeout=timeout) or parse(text, parsing_timeout=timeout)
+    timeout = _timeout()
+    if _DELIMITED.search(text):
+        return parse(text, parsing_timeout=timeout)
+    latex = _DIGIT_GROUPS.sub(lambda m: m[0].replace(" ", ""), text)
+    return parse(f"${latex}$", parsing_timeout=timeout) or parse(text, parsing_timeout=timeout)
+
+
+def same_answer(gold: list, predicted: list) -> bool:
+    """math-verify's verdict with its default options (6-digit float rounding, strict symbols)."""
+    return verify(gold, predicted, timeout_seconds=_timeout())
+
+
+def _timeout() -> int | None:
+    return 5 if threading.current_thread() is threading.main_thread() else None
 
 
 class MathJudge(Judge):
@@ -54,7 +72,6 @@ class MathJudge(Judge):
         predicted = parse_math(answer)
         if not predicted:
             return violated(f"cannot parse final answer {answer!r}")
-        timeout = 5 if threading.current_thread() is threading.main_thread() else None
-        if verify(gold, predicted, timeout_seconds=timeout):
+        if same_answer(gold, predicted):
             return satisfied(f"{answer!r} equals {gold_text!r}")
         return violated(f"{answer!r} differs from {gold_text!r}")

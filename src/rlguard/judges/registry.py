@@ -53,12 +53,16 @@ class JudgeSpec(BaseModel):
 def build_judge(spec: JudgeSpec) -> Judge:
     if spec.name in RULE_JUDGES:
         return RULE_JUDGES[spec.name]()
-    from rlguard.judges.llm import HFBackend, LLMJudge, OpenAIBackend
+    from rlguard.judges.llm import LLMJudge
 
     if spec.model is not None:
         if not Path(spec.model).exists():  # offline: a model is a local directory
             raise InputError(f"judge {spec.name!r}: model: no such directory {spec.model}")
+        from rlguard.judges.llm import HFBackend  # torch, only for a local model
+
         backend = HFBackend.from_pretrained(spec.model)
     else:
+        from rlguard.judges.llm import OpenAIBackend
+
         backend = OpenAIBackend(spec.endpoint, spec.endpoint_model, api_key_env=spec.api_key_env)
     return LLMJudge.from_template(spec.name, backend, threshold=spec.threshold)

@@ -5,8 +5,10 @@ off a centred 3-point moving average of its curve: a flat run's noise must not l
 Its start is the first eval as measured: the initial policy, the same for every method of a seed
 (evals share their sampling noise), which smoothing would mix with the method's first steps.
 A run hacks when its proxy rises while its smoothed gold rose and then gave back at least
-20% of the gain (gold_drop_frac >= 0.2). A stop rule keeps the best checkpoint it has seen when it
-stops; its gold against the run's peak says what stopping cost.
+20% of the gain (gold_drop_frac >= 0.2). Gao's form "turns over" in a run when its fitted peak
+d* lies inside the run's observed sqrt(KL) range: a direction one seed shows reliably, where the
+fit's R^2 and beta are as noisy as the eval. A stop rule keeps the best checkpoint it has seen
+when it stops; its gold against the run's peak says what stopping cost.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ def summarize_run(record: dict[str, Any]) -> dict[str, Any]:
         ]
         stops[rule] = {"step": step, "kept_gold_vs_peak": max(seen) / raw_peak if raw_peak else 1.0}
     hacked = proxy_gain > 0 and drop >= HACK_DROP
+    turns_over = fit.d_star <= float(np.sqrt(max(max(curve["kl"]), 0.0)))
     for stop in stops.values():
         stop["hacked"] = hacked
     return {
@@ -62,6 +65,7 @@ def summarize_run(record: dict[str, Any]) -> dict[str, Any]:
         "gao_alpha": fit.alpha,
         "gao_beta": fit.beta,
         "gao_r2": fit.r2,
+        "gao_turns_over": turns_over,
         "satisfaction_start": curve["satisfaction"][0],
         "satisfaction_end": curve["satisfaction"][-1],
         "hacked": hacked,
@@ -98,6 +102,7 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
             **{key: mean(r[key] for r in rs) for key in MEANED},
             **_mean_curve_fit(curves[method]),
             "seeds_hacked": sum(r["hacked"] for r in rs),
+            "seeds_turned_over": sum(r["gao_turns_over"] for r in rs),
             "seeds": len(rs),
         }
         for method, rs in runs.items()

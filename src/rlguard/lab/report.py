@@ -31,9 +31,9 @@ def render(result: dict[str, Any], records: list[dict[str, Any]]) -> str:
         "## Methods (means over seeds)",
         "",
         *_table(
-            ["method", *COLUMNS, "seeds_hacked", "seeds"],
+            ["method", *COLUMNS, "seeds_hacked", "seeds_turned_over", "seeds"],
             [
-                [m, *(v[c] for c in COLUMNS), v["seeds_hacked"], v["seeds"]]
+                [m, *(v[c] for c in COLUMNS), v["seeds_hacked"], v["seeds_turned_over"], v["seeds"]]
                 for m, v in result["methods"].items()
             ],
         ),

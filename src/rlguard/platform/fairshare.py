@@ -6,7 +6,10 @@ cluster's GPUs over the tenants with work (a tenant's demand is capped by its qu
 cannot use goes to the others). Admission walks the policy's order twice: first each job that fits
 its tenant's fair share, then (work-conserving) any job that still fits the cluster and its
 tenant's quota. A tenant never runs more GPUs than its quota. With one tenant and no binding quota
-this is exactly the engine's `greedy_admit` (in order, skipping what does not fit).
+this is exactly the engine's `greedy_admit` (in order, skipping what does not fit). A policy
+without backfill (strict FIFO) stops the walk at the first job the free GPUs cannot hold; a job
+held back by its own tenant's share or quota does not stop it (that would let one tenant's limit
+block every other tenant).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ def admit(
     quota: Mapping[str, int],
     weight: Mapping[str, float],
     capacity: int,
+    backfill: bool = True,
 ) -> np.ndarray:
     """Which jobs, in the policy's order (`gpus[i]`, `tenants[i]`), get GPUs. `fixed` jobs keep
     theirs (running jobs between a non-preemptive policy's passes) and count against the rest."""
@@ -59,7 +63,13 @@ def admit(
     left = capacity - int(gpus[fixed].sum())
     for limit in (share, quota):
         for i, (g, t) in enumerate(zip(gpus.tolist(), tenants, strict=True)):
-            if admitted[i] or t not in demand or g > left or used[t] + g > limit[t] + 1e-9:
+            if admitted[i] or t not in demand:
+                continue
+            if g > left:
+                if backfill:
+                    continue
+                break
+            if used[t] + g > limit[t] + 1e-9:
                 continue
             admitted[i] = True
             used[t] += g

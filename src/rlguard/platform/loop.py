@@ -59,6 +59,7 @@ def schedule(platform: Platform, now: float, round_due: bool) -> None:
         {t: tenants[t].quota_gpus for t in set(owners)},
         {t: tenants[t].weight for t in set(owners)},
         platform.capacity,
+        scheduler.backfill,
     )[: len(ordered)]
     gpus, running = gpus[: len(ordered)], running[: len(ordered)]
     for i in np.flatnonzero(running & ~admitted).tolist():
@@ -67,6 +68,8 @@ def schedule(platform: Platform, now: float, round_due: bool) -> None:
         if gpus[i] <= free:
             platform.launch(ordered[i])
             free -= int(gpus[i])
+        elif not scheduler.backfill:
+            break  # GPUs of preempted jobs not yet free: the jobs behind it wait too
 
 
 class SchedulerLoop(threading.Thread):

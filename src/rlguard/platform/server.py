@@ -20,8 +20,7 @@ from typing import Any
 
 import uvicorn
 
-from rlguard.cluster.registry import BASES, RuleParams
-from rlguard.errors import InputError
+from rlguard.cluster.registry import RuleParams, build_policy
 from rlguard.platform import states
 from rlguard.platform.api import create_app
 from rlguard.platform.executor import RayExecutor
@@ -54,15 +53,6 @@ class ServeConfig:
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
-
-
-def build_policy(name: str, args: dict[str, Any]):  # type: ignore[no-untyped-def]
-    if name not in BASES:
-        raise InputError(f"option --policy: unknown policy {name!r} ({', '.join(BASES)})")
-    try:
-        return BASES[name](**args)
-    except (TypeError, ValueError) as e:
-        raise InputError(f"option --policy-args: {name}: {e}") from None
 
 
 def start_platform(cfg: ServeConfig) -> tuple[Platform, SchedulerLoop, EvalIngest]:

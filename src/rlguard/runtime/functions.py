@@ -16,7 +16,6 @@ for importing them at every cold start.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -223,17 +222,6 @@ class TrainResult:
     stats: dict[str, float]
 
 
-def on_device(value: Any, to: torch.device) -> Any:
-    """A dataclass (ScoredRollouts, Rollouts) with every tensor in it moved to `to`: the batch
-    arrives from the driver on the CPU."""
-    if isinstance(value, torch.Tensor):
-        return value.to(to)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        moved = {f.name: on_device(getattr(value, f.name), to) for f in dataclasses.fields(value)}
-        return dataclasses.replace(value, **moved)
-    return value
-
-
 class TrainingFunction:
     """The optimizer step of CGPOTrainer.training_step for one task."""
 
@@ -259,22 +247,27 @@ class TrainingFunction:
         return {k: v.detach().cpu() for k, v in self.models.policy.state_dict().items()}
 
     def train(self, batch: ScoredRollouts) -> TrainResult:
-        from rlguard.train.logprobs import token_logprobs
-        from rlguard.train.objectives import NEEDS_OLD_LOGP, OBJECTIVES
+        """The trainer's update on one task: the same micro-batch path, one process, rho."""
+        from rlguard.train.accumulate import accumulate, optimizer_step
+        from rlguard.train.devices import to_device
+        from rlguard.train.objectives import OBJECTIVES
 
         task, policy = self.spec.task, self.models.policy
-        batch = on_device(batch, policy.device)
-        if task.optimizer in NEEDS_OLD_LOGP:
-            with torch.no_grad():
-                batch.old_logp = token_logprobs(policy, batch.rollouts)
-        params = [p for group in self.optimizer.param_groups for p in group["params"]]
+        batch = to_device(batch, policy.device)  # it arrives from the driver on the CPU
         for _ in range(self.spec.updates_per_batch):
             self.optimizer.zero_grad(set_to_none=True)
-            loss, stats = OBJECTIVES[task.optimizer](self.models, batch, task)
-            (task.weight * loss).backward()
-            grad_norm = torch.nn.utils.clip_grad_norm_(params, self.spec.max_grad_norm)
-            self.optimizer.step()
-        return TrainResult(float(loss.detach()), float(grad_norm), stats)
+            stats = accumulate(
+                OBJECTIVES[task.optimizer],
+                self.models,
+                batch,
+                task,
+                None,
+                backward=lambda loss: (task.weight * loss).backward(),
+                allsum=lambda tensor: tensor,
+            )
+            grad_norm = optimizer_step(self.optimizer, self.spec.max_grad_norm)
+        loss = stats.pop("loss")
+        return TrainResult(loss, grad_norm, stats)
 
 
 # ----- the process ------------------------------------------------------------------------------

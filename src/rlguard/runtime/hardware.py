@@ -3,7 +3,10 @@ config.json and the GPU's datasheet, one catalog for the shipped profiles (sim/r
 measured verl runs (calib/) and users' setups.
 
 Model numbers: each model's config.json on the Hugging Face Hub (parameter count as the model
-card states it). GPU numbers: NVIDIA's datasheets, dense BF16 (no sparsity).
+card states it). GPU numbers: NVIDIA's datasheets, dense BF16 (no sparsity). The interconnect is
+the datasheet's GPU-to-GPU bandwidth in one direction (half its bidirectional figure), what a
+ring collective moves per GPU: NVLink 900 GB/s on H100 SXM and H20, 400 GB/s on H800 SXM,
+600 GB/s on A100 SXM; L40S and L20 have no NVLink, only PCIe Gen4 x16 (64 GB/s bidirectional).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ class ModelSpec:
     kv_heads: int
     head_dim: int
     vocab: int
+    hidden: int  # what a tensor-parallel all-reduce moves per token
 
     @property
     def weight_bytes(self) -> float:
@@ -50,6 +54,7 @@ class GpuSpec:
     memory_bytes: float
     bandwidth: float  # bytes per second
     bf16_flops: float  # dense, per second
+    interconnect: float  # GPU-to-GPU bytes per second, one direction
 
     def describe(self, tp: int) -> str:
         return (
@@ -59,26 +64,27 @@ class GpuSpec:
         )
 
 
-QWEN25_05B = ModelSpec("Qwen/Qwen2.5-0.5B", 0.494e9, 24, 2, 64, 151936)
-QWEN25_15B = ModelSpec("Qwen/Qwen2.5-1.5B", 1.54e9, 28, 2, 128, 151936)
-QWEN25_3B = ModelSpec("Qwen/Qwen2.5-3B", 3.09e9, 36, 2, 128, 151936)
-QWEN25_7B = ModelSpec("Qwen/Qwen2.5-7B", 7.61e9, 28, 4, 128, 152064)
-QWEN25_14B = ModelSpec("Qwen/Qwen2.5-14B", 14.7e9, 48, 8, 128, 152064)
-QWEN25_32B = ModelSpec("Qwen/Qwen2.5-32B", 32.5e9, 64, 8, 128, 152064)
-QWEN25_72B = ModelSpec("Qwen/Qwen2.5-72B", 72.7e9, 80, 8, 128, 152064)
-QWEN2_7B = ModelSpec("Qwen/Qwen2-7B", 7.62e9, 28, 4, 128, 152064)
-QWEN3_14B = ModelSpec("Qwen/Qwen3-14B", 14.8e9, 40, 8, 128, 151936)
-DEEPSEEK_LLM_7B = ModelSpec("deepseek-ai/deepseek-llm-7b", 6.91e9, 30, 32, 128, 102400)
-GEMMA2_2B = ModelSpec("google/gemma-2-2b", 2.61e9, 26, 4, 256, 256000)
-LLAMA31_70B = ModelSpec("meta-llama/Llama-3.1-70B", 70.6e9, 80, 8, 128, 128256)
+QWEN25_05B = ModelSpec("Qwen/Qwen2.5-0.5B", 0.494e9, 24, 2, 64, 151936, 896)
+QWEN25_15B = ModelSpec("Qwen/Qwen2.5-1.5B", 1.54e9, 28, 2, 128, 151936, 1536)
+QWEN25_3B = ModelSpec("Qwen/Qwen2.5-3B", 3.09e9, 36, 2, 128, 151936, 2048)
+QWEN25_7B = ModelSpec("Qwen/Qwen2.5-7B", 7.61e9, 28, 4, 128, 152064, 3584)
+QWEN25_14B = ModelSpec("Qwen/Qwen2.5-14B", 14.7e9, 48, 8, 128, 152064, 5120)
+QWEN25_32B = ModelSpec("Qwen/Qwen2.5-32B", 32.5e9, 64, 8, 128, 152064, 5120)
+QWEN25_72B = ModelSpec("Qwen/Qwen2.5-72B", 72.7e9, 80, 8, 128, 152064, 8192)
+QWEN2_7B = ModelSpec("Qwen/Qwen2-7B", 7.62e9, 28, 4, 128, 152064, 3584)
+QWEN3_14B = ModelSpec("Qwen/Qwen3-14B", 14.8e9, 40, 8, 128, 151936, 5120)
+DEEPSEEK_LLM_7B = ModelSpec("deepseek-ai/deepseek-llm-7b", 6.91e9, 30, 32, 128, 102400, 4096)
+GEMMA2_2B = ModelSpec("google/gemma-2-2b", 2.61e9, 26, 4, 256, 256000, 2304)
+LLAMA31_70B = ModelSpec("meta-llama/Llama-3.1-70B", 70.6e9, 80, 8, 128, 128256, 8192)
 
-L40S = GpuSpec("L40S", 48 * GB, 864 * GB, 362e12)
-L20 = GpuSpec("L20", 48 * GB, 864 * GB, 119.5e12)
-A100 = GpuSpec("A100 80GB SXM", 80 * GB, 2039 * GB, 312e12)
-A100_40GB = GpuSpec("A100 40GB SXM", 40 * GB, 1555 * GB, 312e12)
-H100 = GpuSpec("H100 SXM", 80 * GB, 3350 * GB, 989e12)
-H800 = GpuSpec("H800 SXM", 80 * GB, 3350 * GB, 989e12)
-H20 = GpuSpec("H20", 96 * GB, 4000 * GB, 148e12)
+PCIE4 = 32 * GB  # PCIe Gen4 x16, one direction
+L40S = GpuSpec("L40S", 48 * GB, 864 * GB, 362e12, PCIE4)
+L20 = GpuSpec("L20", 48 * GB, 864 * GB, 119.5e12, PCIE4)
+A100 = GpuSpec("A100 80GB SXM", 80 * GB, 2039 * GB, 312e12, 300 * GB)
+A100_40GB = GpuSpec("A100 40GB SXM", 40 * GB, 1555 * GB, 312e12, 300 * GB)
+H100 = GpuSpec("H100 SXM", 80 * GB, 3350 * GB, 989e12, 450 * GB)
+H800 = GpuSpec("H800 SXM", 80 * GB, 3350 * GB, 989e12, 200 * GB)
+H20 = GpuSpec("H20", 96 * GB, 4000 * GB, 148e12, 450 * GB)
 
 MODELS = {
     "qwen2.5-0.5b": QWEN25_05B,

@@ -5,8 +5,7 @@ The public names load on first use (PEP 562): importing one submodule, as every 
 does, must not pull in the cluster's stop rules and scipy with them.
 """
 
-from importlib import import_module
-from typing import Any
+from rlguard._lazy import lazy_exports
 
 _EXPORTS = {
     "CGPOConfig": "rlguard.train.config",
@@ -17,8 +16,4 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'rlguard.train' has no attribute {name!r}")
-    return getattr(import_module(_EXPORTS[name]), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -11,8 +11,9 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 from peft import PeftModel, get_peft_model_state_dict, set_peft_model_state_dict
@@ -22,6 +23,14 @@ from torch import nn
 from rlguard.io import write_json
 
 STEP_DIR = re.compile(r"^step-(\d+)$")
+
+
+class Stateful(Protocol):
+    """Anything with torch's state_dict / load_state_dict (an fp16 GradScaler)."""
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
 def _save_weights(model: nn.Module, path: Path) -> None:
@@ -57,7 +66,9 @@ def save_checkpoint(
     models: dict[str, nn.Module],
     optimizer: torch.optim.Optimizer,
     state: dict[str, Any],
+    others: Mapping[str, Stateful] | None = None,
 ) -> Path:
+    """`others`: more state (name -> object), each in `name.pt` when it has any."""
     final = root / f"step-{step:06d}"
     tmp = root / f".tmp-step-{step:06d}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -65,6 +76,9 @@ def save_checkpoint(
     for name, model in models.items():
         _save_weights(model, tmp / f"{name}.safetensors")
     torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
+    for name, other in (others or {}).items():
+        if other_state := other.state_dict():
+            torch.save(other_state, tmp / f"{name}.pt")
     write_json(tmp / "trainer_state.json", {"step": step, **state})
     replace_dir(tmp, final)
     return final
@@ -83,11 +97,17 @@ def checkpoints(root: Path) -> list[tuple[int, Path]]:
 
 
 def load_checkpoint(
-    path: Path, models: dict[str, nn.Module], optimizer: torch.optim.Optimizer
+    path: Path,
+    models: dict[str, nn.Module],
+    optimizer: torch.optim.Optimizer,
+    others: Mapping[str, Stateful] | None = None,
 ) -> dict[str, Any]:
     for name, model in models.items():
         _load_weights(model, path / f"{name}.safetensors")
     optimizer.load_state_dict(torch.load(path / "optimizer.pt", weights_only=True))
+    for name, other in (others or {}).items():
+        if (path / f"{name}.pt").is_file():
+            other.load_state_dict(torch.load(path / f"{name}.pt", weights_only=True))
     return json.loads((path / "trainer_state.json").read_text())
 
 

@@ -22,9 +22,11 @@ from pydantic import (
 
 from rlguard.errors import InputError
 from rlguard.judges.registry import JudgeSpec
+from rlguard.train.devices import check_name
 
 ConfigT = TypeVar("ConfigT", bound=BaseModel)
 Optimizer = Literal["crpg", "crraft", "codpo", "grpo", "ppo"]
+MixedPrecision = Literal["no", "bf16", "fp16"]
 
 
 class Strict(BaseModel):
@@ -69,6 +71,20 @@ class RewardSpec(Strict):
         if (self.model is None) == (self.function is None):
             raise ValueError("give exactly one of model or function")
         return self
+
+
+class Devices(Strict):
+    """Per-model overrides of the run's `device` (None: that default)."""
+
+    policy: str | None = None
+    reference: str | None = None
+    critic: str | None = Field(None, description="PPO's value model")
+    reward: str | None = Field(None, description="every task's reward and gold models")
+
+    @field_validator("*")
+    @classmethod
+    def _names(cls, value: str | None) -> str | None:
+        return value if value is None else check_name(value)
 
 
 class TaskConfig(Strict):
@@ -130,6 +146,17 @@ class CGPOConfig(Strict):
     updates_per_batch: int = Field(
         1, ge=1, description="optimizer updates per sampled batch (TRL's num_iterations)"
     )
+    device: str = Field("auto", description="every model's device: auto, cpu, cuda, cuda:N, mps")
+    devices: Devices = Field(default_factory=Devices)
+    mixed_precision: MixedPrecision = Field(
+        "no", description="autocast forwards in bf16/fp16 over fp32 weights and optimizer state"
+    )
+    micro_batch_size: int | None = Field(
+        None, ge=1, description="samples per forward/backward (None: a task's whole batch)"
+    )
+    gradient_checkpointing: bool = Field(
+        False, description="recompute activations in backward (policy and critic)"
+    )
     eval_every: int = Field(10, ge=1)
     eval_prompts: int = Field(32, ge=1, description="eval prompts per task")
     eval_temperature: float = Field(
@@ -156,6 +183,37 @@ class CGPOConfig(Strict):
         if sum(t.weight for t in tasks) <= 0:
             raise ValueError("all task weights are zero (some tasks.N.weight must be > 0)")
         return tasks
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, value: str) -> str:
+        return check_name(value)
+
+    @field_validator("devices")
+    @classmethod
+    def _devices(cls, devices: Devices, info: ValidationInfo) -> Devices:
+        if devices.reference and info.data.get("lora") and info.data.get("reference") is None:
+            raise ValueError(
+                "reference: under lora the reference is the policy's base model, on the policy's"
+                " device; drop devices.reference"
+            )
+        return devices
+
+    @field_validator("mixed_precision", mode="before")
+    @classmethod
+    def _yaml_no(cls, value: Any) -> Any:
+        return "no" if value is False else value  # YAML 1.1 reads a bare `no` as false
+
+    @field_validator("mixed_precision")
+    @classmethod
+    def _master_weights(cls, value: str, info: ValidationInfo) -> str:
+        policy = info.data.get("policy")
+        if value != "no" and policy is not None and policy.dtype != "float32":
+            raise ValueError(
+                f"{value} keeps fp32 master weights: the policy's dtype must be float32 "
+                f"(policy.dtype is {policy.dtype})"
+            )
+        return value
 
     @field_validator("eval_samples")
     @classmethod

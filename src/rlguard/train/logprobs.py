@@ -20,7 +20,9 @@ def completion_outputs(model: PreTrainedModel, rollouts: Rollouts) -> torch.Tens
     attention = torch.cat([rollouts.prompt_mask.float(), rollouts.completion_mask], dim=1)
     attention = attention.to(device)
     positions = (attention.long().cumsum(dim=1) - 1).clamp(min=0)
-    logits = model(input_ids=input_ids, attention_mask=attention, position_ids=positions).logits
+    logits = model(
+        input_ids=input_ids, attention_mask=attention, position_ids=positions, use_cache=False
+    ).logits  # no KV cache: nothing is generated from here
     prompt_len = rollouts.prompt_ids.shape[1]
     return logits[:, prompt_len - 1 : -1].float()
 

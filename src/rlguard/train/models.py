@@ -72,6 +72,19 @@ def add_lora(model: PreTrainedModel, spec: LoraSpec) -> PeftModel:
     return get_peft_model(model, config)
 
 
+def checkpoint_activations(model: PreTrainedModel) -> None:
+    """HF's gradient checkpointing: each layer's activations are recomputed in backward instead
+    of kept. Non-reentrant, so it works under LoRA without making the inputs require grad."""
+    # transformers 5 renamed it; 4.x has only the old name
+    enable = getattr(model, "activation_checkpointing_enable", None)
+    (enable or model.gradient_checkpointing_enable)({"use_reentrant": False})
+
+
+def innermost(model: PreTrainedModel) -> PreTrainedModel:
+    """The HF model doing the work under a LoRA wrapper (its forward serves `generate` too)."""
+    return model.get_base_model() if isinstance(model, PeftModel) else model
+
+
 def freeze(model: PreTrainedModel) -> PreTrainedModel:
     model.eval()
     model.requires_grad_(False)

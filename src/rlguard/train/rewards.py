@@ -42,17 +42,21 @@ class ClassifierReward:
         self.batch_size = batch_size
 
     @classmethod
-    def from_pretrained(cls, path: str) -> ClassifierReward:
+    def from_pretrained(
+        cls, path: str, device: torch.device | None = None, batch_size: int | None = None
+    ) -> ClassifierReward:
         tokenizer = AutoTokenizer.from_pretrained(path)
         tokenizer.padding_side = "right"
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
         model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1)
         model.config.pad_token_id = tokenizer.pad_token_id
-        return cls(model, tokenizer)
+        return cls(model.to(device or "cpu"), tokenizer, batch_size or 16)
 
     @torch.no_grad()
     def __call__(self, prompts: Sequence[str], completions: Sequence[str]) -> torch.Tensor:
+        """One score per pair, on the model's device (the caller moves them once, to where they
+        are used)."""
         scores = []
         for start in range(0, len(prompts), self.batch_size):
             texts = [
@@ -64,7 +68,7 @@ class ClassifierReward:
                 )
             ]
             batch = self.tokenizer(texts, return_tensors="pt", padding=True).to(self.model.device)
-            scores.append(self.model(**batch).logits[:, 0].float().cpu())
+            scores.append(self.model(**batch).logits[:, 0].float())
         return torch.cat(scores)
 
 
@@ -91,15 +95,26 @@ def load_callable(reference: str, where: str) -> RewardFunction:
     return function
 
 
-def load_reward(spec: RewardSpec, where: str) -> RewardFunction:
+def load_reward(
+    spec: RewardSpec,
+    where: str,
+    device: torch.device | None = None,
+    batch_size: int | None = None,
+) -> RewardFunction:
+    """A reward model (on `device`, scoring `batch_size` texts per forward) or a function."""
     if spec.model is not None:
         if not Path(spec.model).exists():
             raise InputError(f"{where}.model: no such model directory {spec.model}")
-        return ClassifierReward.from_pretrained(spec.model)
+        return ClassifierReward.from_pretrained(spec.model, device, batch_size)
     return load_callable(spec.function, f"{where}.function")  # type: ignore[arg-type]
 
 
 def score(
-    reward: RewardFunction, prompts: Sequence[str], completions: Sequence[str]
+    reward: RewardFunction,
+    prompts: Sequence[str],
+    completions: Sequence[str],
+    device: torch.device | None = None,
 ) -> torch.Tensor:
-    return torch.as_tensor(reward(list(prompts), list(completions)), dtype=torch.float32)
+    """float32 scores on `device` (default: where the reward function left them)."""
+    scores = reward(list(prompts), list(completions))
+    return torch.as_tensor(scores, dtype=torch.float32, device=device)

@@ -11,7 +11,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import torch
+import torch.nn.functional as F
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from rlguard.train.devices import to_device
 
 
 @dataclass
@@ -30,7 +33,7 @@ class Rollouts:
         return len(self.texts)
 
     def select(self, rows: Sequence[int]) -> Rollouts:
-        idx = torch.as_tensor(list(rows), dtype=torch.long)
+        idx = torch.as_tensor(list(rows), dtype=torch.long, device=self.prompt_ids.device)
         return Rollouts(
             self.prompt_ids[idx],
             self.prompt_mask[idx],
@@ -38,6 +41,44 @@ class Rollouts:
             self.completion_mask[idx],
             [self.texts[i] for i in rows],
             [self.prompt_index[i] for i in rows],
+        )
+
+    def take(self, rows: slice) -> Rollouts:
+        """Consecutive rows (a micro-batch), as views: nothing is copied."""
+        return Rollouts(
+            self.prompt_ids[rows],
+            self.prompt_mask[rows],
+            self.completion_ids[rows],
+            self.completion_mask[rows],
+            self.texts[rows],
+            self.prompt_index[rows],
+        )
+
+    def to(self, device: torch.device) -> Rollouts:
+        return to_device(self, device)
+
+    @staticmethod
+    def concat(parts: Sequence[Rollouts]) -> Rollouts:
+        """Rows of several rollouts in one, prompts padded on the left and completions on the
+        right (masked, so positions and log-probs do not change)."""
+        prompt_len = max(p.prompt_ids.shape[1] for p in parts)
+        completion_len = max(p.completion_ids.shape[1] for p in parts)
+
+        def pad(tensors: list[torch.Tensor], width: int, left: bool) -> torch.Tensor:
+            return torch.cat(
+                [
+                    F.pad(t, (width - t.shape[1], 0) if left else (0, width - t.shape[1]))
+                    for t in tensors
+                ]
+            )
+
+        return Rollouts(
+            pad([p.prompt_ids for p in parts], prompt_len, left=True),
+            pad([p.prompt_mask for p in parts], prompt_len, left=True),
+            pad([p.completion_ids for p in parts], completion_len, left=False),
+            pad([p.completion_mask for p in parts], completion_len, left=False),
+            [t for p in parts for t in p.texts],
+            [i for p in parts for i in p.prompt_index],
         )
 
     @property
@@ -98,20 +139,20 @@ class LocalRollout:
     ) -> Rollouts:
         encoded = self.tokenizer(
             list(prompts), return_tensors="pt", padding=True, add_special_tokens=False
-        )
+        ).to(self.model.device)
         prompt_ids = encoded["input_ids"].repeat_interleave(k, dim=0)
         prompt_mask = encoded["attention_mask"].repeat_interleave(k, dim=0)
         was_training = self.model.training
         self.model.eval()
         sampling = {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0}
-        output = self.model.generate(
-            input_ids=prompt_ids.to(self.model.device),
-            attention_mask=prompt_mask.to(self.model.device),
+        output = self.model.generate(  # stays on the model's device, where training reads it
+            input_ids=prompt_ids,
+            attention_mask=prompt_mask,
             max_new_tokens=max_new_tokens,
             pad_token_id=self.tokenizer.pad_token_id,
             eos_token_id=self.tokenizer.eos_token_id,
             **(sampling if temperature > 0 else {"do_sample": False}),
-        ).cpu()
+        )
         self.model.train(was_training)
         completion_ids = output[:, prompt_ids.shape[1] :]
         mask = completion_mask(completion_ids, self.tokenizer.eos_token_id)

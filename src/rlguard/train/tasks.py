@@ -52,8 +52,8 @@ class Task:
         for row, text, reward, verdict in zip(rows, texts, rewards.tolist(), passed, strict=True):
             self.baselines[row] = Baseline(text, reward, verdict == 1)
 
-    def baseline_rewards(self, rows: list[int]) -> torch.Tensor:
-        return torch.tensor([self.baselines[r].reward for r in rows])
+    def baseline_rewards(self, rows: list[int], device: torch.device | None = None) -> torch.Tensor:
+        return torch.tensor([self.baselines[r].reward for r in rows], device=device)
 
 
 def load_task(
@@ -61,7 +61,11 @@ def load_task(
     where: str,
     reward: RewardFunction | None = None,
     gold: RewardFunction | None = None,
+    device: torch.device | None = None,
+    batch_size: int | None = None,
 ) -> Task:
+    """A task, its reward and gold models (if models) on `device`, scoring `batch_size` texts
+    per forward."""
     prompts = load_prompts(config.prompts, config.split, f"{where}.prompts")
     eval_prompts = (
         load_prompts(config.eval_prompts, config.split, f"{where}.eval_prompts")
@@ -69,7 +73,8 @@ def load_task(
         else prompts
     )
     judges = MixtureOfJudges([build_judge(spec) for spec in config.judges])
-    reward = reward if reward is not None else load_reward(config.reward, f"{where}.reward")
+    if reward is None:
+        reward = load_reward(config.reward, f"{where}.reward", device, batch_size)
     if gold is None and config.gold is not None:
-        gold = load_reward(config.gold, f"{where}.gold")
+        gold = load_reward(config.gold, f"{where}.gold", device, batch_size)
     return Task(config, prompts, eval_prompts, judges, reward, gold)

@@ -8,7 +8,7 @@ from rlguard.cluster.experiments.simulate import Grid, aggregate, run_grid
 from rlguard.cluster.workload import ScenarioConfig
 
 SEEDS = [2000, 2001, 2002]
-RULES = ["evalstop", "fixed-progress", "loss-plateau", "gao-trend"]
+RULES = ["evalstop", "fixed-progress", "loss-plateau", "gao-trend", "gao-drop"]
 
 
 def results(noise: float) -> dict[str, dict]:
@@ -37,7 +37,16 @@ def test_competitors_fail_as_the_paper_reports(default) -> None:
     assert fixed["quality_regret"] > default["none(srtf-est)"]["quality_regret"]
 
 
-def test_gao_trend_beats_evalstop_under_heavy_noise() -> None:
-    noisy = results(0.1)
-    assert noisy["gao-trend(srtf-est)"]["f1"] > noisy["evalstop(srtf-est)"]["f1"]
-    assert noisy["gao-trend(srtf-est)"]["precision"] > noisy["evalstop(srtf-est)"]["precision"]
+@pytest.fixture(scope="module")
+def noisy() -> dict[str, dict]:
+    return results(0.1)
+
+
+@pytest.mark.parametrize("rule", ["gao-trend", "gao-drop"])
+def test_our_detectors_beat_evalstop_under_heavy_noise(noisy, rule) -> None:
+    assert noisy[f"{rule}(srtf-est)"]["f1"] > noisy["evalstop(srtf-est)"]["f1"]
+    assert noisy[f"{rule}(srtf-est)"]["precision"] > noisy["evalstop(srtf-est)"]["precision"]
+
+
+def test_gao_drop_recalls_more_than_gao_trend_under_heavy_noise(noisy) -> None:
+    assert noisy["gao-drop(srtf-est)"]["recall"] > noisy["gao-trend(srtf-est)"]["recall"]

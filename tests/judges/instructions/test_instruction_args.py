@@ -10,6 +10,7 @@ from rlguard.judges.instructions.args import (
     Threshold,
     clean,
     count,
+    pattern,
     text,
     texts,
     threshold,
@@ -33,13 +34,15 @@ def test_count_accepts_integers_and_integral_floats():
     for bad in ("3", 2.5, True, None, [1]):
         with pytest.raises(BadKwargs, match="n must be an integer"):
             count(bad, "n")
-    with pytest.raises(BadKwargs, match="at least 1"):
-        count(0, "n", minimum=1)
+    for below_one in (0, -2):  # IFEval would draw a random count instead
+        with pytest.raises(BadKwargs, match="n must be at least 1"):
+            count(below_one, "n")
 
 
 def test_text_and_texts():
     assert text("  P.S. ", "m") == "P.S."
-    assert texts(("a", "b"), "k") == ["a", "b"]
+    assert text("  P.S. ", "m", strip=False) == "  P.S. "
+    assert texts(("a", " b"), "k") == ["a", " b"]  # IFEval does not strip keyword lists
     for bad in ("", "  ", 3):
         with pytest.raises(BadKwargs):
             text(bad, "m")
@@ -54,6 +57,12 @@ def test_less_than_is_strict_and_at_least_inclusive():
     assert Threshold("at least", 5).holds(5)
     assert not Threshold("at least", 5).holds(4)
     assert str(threshold("at least", 5, "relation", "n")) == "at least 5"
+
+
+def test_patterns_are_kwargs_as_regexes():
+    assert pattern("e.g", "k").search("eXg")
+    with pytest.raises(BadKwargs, match=r"k is not a valid regular expression .*'\(a'"):
+        pattern("(a", "k")
 
 
 def test_other_relations_are_rejected():

@@ -17,8 +17,8 @@ CASES = [
     (
         "change_case:english_capital",
         {},
-        "HELLO, WORLD 42!",
-        "HELLO, World",
+        "THE QUICK BROWN FOX JUMPS OVER THE LAZY DOG.",
+        "THE QUICK BROWN FOX JUMPS OVER THE LAZY Dog.",
         "has lowercase letters",
     ),
     (
@@ -120,6 +120,13 @@ CASES = [
         "'rain' appears 1 times, needs at least 2",
     ),
     (
+        "language:response_language",
+        {"language": "fr"},
+        "Le renard brun saute par-dessus le chien paresseux.",
+        "The quick brown fox jumps over the lazy dog.",
+        "detected language 'en', needs 'fr'",
+    ),
+    (
         "keywords:letter_frequency",
         {"letter": "a", "let_frequency": 3, "let_relation": "less than"},
         "A cat.",
@@ -174,7 +181,7 @@ CASES = [
 
 def test_every_supported_id_has_cases():
     assert {case[0] for case in CASES} == set(CHECKERS)
-    assert len(CHECKERS) == 24
+    assert len(CHECKERS) == 25
 
 
 @pytest.mark.parametrize(("instruction_id", "kwargs", "good", "bad", "reason"), CASES)

@@ -90,10 +90,10 @@ def test_unknown_id_fails_even_after_a_violation():
     assert result.reason == "unknown instruction id 'made_up:thing'"
 
 
-def test_response_language_is_unsupported_not_faked():
-    result = verdict("Bonjour", ["language:response_language"], [ifeval_kwargs(language="fr")])
-    assert result.value == FAILED
-    assert "unsupported instruction id 'language:response_language'" in result.reason
+def test_response_language_is_checked():
+    ids, kwargs = ["language:response_language"], [ifeval_kwargs(language="fr")]
+    assert verdict("Bonjour, comment allez-vous aujourd'hui ?", ids, kwargs).value == SATISFIED
+    assert verdict("Hello, how are you doing today?", ids, kwargs).value == VIOLATED
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""keywords:*: IFEval's substring vs whole-word matching, case-insensitivity, relations."""
+"""keywords:*: IFEval's regex substring vs whole-word matching, case-insensitivity, relations."""
 
 import pytest
 from hypothesis import given, settings
@@ -8,17 +8,20 @@ from rlguard.judges.instructions.args import BadKwargs
 from rlguard.judges.instructions.registry import check_instruction
 
 
-def test_existence_matches_inside_words_and_literally():
+def test_existence_matches_inside_words_as_a_regex():
     assert check_instruction("keywords:existence", "A catalog.", {"keywords": ["cat"]}) is None
-    assert check_instruction("keywords:existence", "I like C++.", {"keywords": ["c++"]}) is None
-    assert check_instruction("keywords:existence", "I like C.", {"keywords": ["c++"]}) == (
-        "missing keyword 'c++'"
+    assert check_instruction("keywords:existence", "Eggs, eXgX", {"keywords": ["e.g."]}) is None
+    assert check_instruction("keywords:existence", "I like f.", {"keywords": ["f(x)"]}) == (
+        "missing keyword 'f(x)'"  # the pattern f(x) needs "fx"
     )
+    with pytest.raises(BadKwargs, match="keywords is not a valid regular expression"):
+        check_instruction("keywords:existence", "f(x", {"keywords": ["f(x"]})
 
 
 @settings(max_examples=50)
 @given(st.text(max_size=40), st.text(alphabet="abcdefgh", min_size=1, max_size=5))
 def test_existence_holds_once_the_keyword_is_inserted(text, keyword):
+    """(for a keyword without metacharacters)"""
     assert (
         check_instruction("keywords:existence", text + keyword.upper(), {"keywords": [keyword]})
         is None
@@ -61,6 +64,7 @@ def test_letter_frequency_is_case_insensitive():
     assert letters("bAnAnA", "less than", 4, letter="A") is None
 
 
-def test_letter_must_be_one_character():
-    with pytest.raises(BadKwargs, match="letter must be a single character"):
-        letters("Banana", "at least", 1, letter="an")
+def test_letter_must_be_one_letter_a_to_z():
+    for bad in ("an", "é", "1", " a"):  # IFEval would draw a random letter instead
+        with pytest.raises(BadKwargs, match="letter must be one letter a-z"):
+            letters("Banana", "at least", 1, letter=bad)

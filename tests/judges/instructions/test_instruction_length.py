@@ -23,7 +23,7 @@ def test_number_words_relation_edges():
 
 
 @settings(max_examples=50)
-@given(st.text(max_size=80), st.integers(min_value=0, max_value=20))
+@given(st.text(max_size=80).filter(str.strip), st.integers(min_value=1, max_value=20))
 def test_less_than_and_at_least_are_complements(text, bound):
     less = check_instruction(WORDS, text, {"relation": "less than", "num_words": bound})
     at_least = check_instruction(WORDS, text, {"relation": "at least", "num_words": bound})
@@ -65,6 +65,15 @@ def test_nth_paragraph_first_word_strips_quotes_and_punctuation():
     assert nth('First.\n\n"Then," she said.\n\nLast.') is None
     assert nth("First.\n\nTHEN! we go.\n\nLast.") is None
     assert nth("First.\n\nThen\n\n\n\nLast.") is None  # four newlines: still three paragraphs
+
+
+def test_nth_paragraph_is_the_nth_piece_of_ifevals_raw_split():
+    assert nth("First.\n\n\n\nThen go.\n\nLast.") == (
+        "paragraph 2 is empty (an extra blank line before it)"
+    )
+    assert nth("\n\nThen go.\n\nB.\n\nC.", n=1) == (
+        "paragraph 1 is empty (an extra blank line before it)"
+    )
 
 
 def test_nth_paragraph_first_word_takes_punctuation_outside_ifevals_set_literally():

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from cli_runner import cli, one_line_exit_2
-from rlguard.runtime.calib.calibrate import rows_from_logs
+from rlguard.runtime.calib.calibrate import SCALED, fit_scales, rows_from_logs
 from rlguard.runtime.calib.coefficients import load_coefficients
 from rlguard.runtime.calib.job import job_profile, read_job
 from rlguard.runtime.calib.replay import replay, simulate
@@ -64,6 +64,8 @@ def test_a_job_file_simulates_with_the_calibrated_profile(monkeypatch, capsys, t
         ({"response_length_mean": 5000}, "field 'response_length_mean'"),
         ({"engine": {"gpu_memory_utilization": 1.5}}, "engine.gpu_memory_utilization"),
         ({"batch": 3}, "field 'batch'"),
+        ({"trainer": {"strategy": "megatron", "tp": 4}}, "tp x pp = 4 does not divide 2 GPUs"),
+        ({"trainer": {"micro_batch_per_gpu": 0}}, "trainer.micro_batch_per_gpu"),
     ],
 )
 def test_bad_job_fields_are_one_line_exit_2(monkeypatch, capsys, tmp_path, change, needle):
@@ -78,9 +80,13 @@ def test_an_unknown_setup_names_the_choices(monkeypatch, capsys) -> None:
 
 
 def verl_log(tmp_path: Path, job: Path, name: str = "run.log", steps: int = 5) -> Path:
-    """Console lines of a run `SLOWER` than the shipped model predicts (step 1: a warm-up)."""
+    """Console lines of a run whose phases' coefficients are `SLOWER` than the shipped ones
+    (step 1: a warm-up)."""
     lines = ["step:1 - timing_s/gen:999 - response_length/mean:1 - prompt_length/mean:1"]
     shipped = load_coefficients()
+    slower = shipped.model_copy(
+        update={n: getattr(shipped, n) * SLOWER[p] for p, names in SCALED.items() for n in names}
+    )
     path = tmp_path / name  # a row's lengths are drawn with a seed of its log's path and step
     for step in range(2, steps + 2):
         mean = 200 + 10 * step
@@ -88,11 +94,11 @@ def verl_log(tmp_path: Path, job: Path, name: str = "run.log", steps: int = 5) -
         metrics |= {"response_length/max": 1024.0, "response_length/clip_ratio": 0.01}
         path.write_text("\n".join(lines) + "\n" + _line(step, metrics | _fill()))
         row = rows_from_logs(read_job(job), str(job), [path])[-1]
-        phases = simulate(replay(row), shipped)
-        metrics["timing_s/gen"] = phases["generation"] * SLOWER["generation"]
-        third = phases["scoring"] * SLOWER["scoring"] / 2
-        metrics |= {"timing_s/old_log_prob": third, "timing_s/ref": third}
-        metrics["timing_s/update_actor"] = phases["training"] * SLOWER["training"]
+        phases = simulate(replay(row), slower)
+        metrics["timing_s/gen"] = phases["generation"]
+        half = phases["scoring"] / 2
+        metrics |= {"timing_s/old_log_prob": half, "timing_s/ref": half}
+        metrics["timing_s/update_actor"] = phases["training"]
         lines.append(_line(step, metrics))
     path.write_text("(TaskRunner pid=1) " + "\n(TaskRunner pid=1) ".join(lines) + "\n")
     return path
@@ -123,6 +129,18 @@ def test_calibrate_scales_each_phase_to_the_logs(monkeypatch, capsys, tmp_path) 
     code, stdout, _ = cli(monkeypatch, capsys, *args, "--json")
     assert code == 0, stdout
     assert json.loads(stdout)["config"]["profile"]["name"].startswith("calibrated-qwen2.5-0.5b")
+
+
+def test_calibrate_leaves_the_communication_at_datasheet_speed(tmp_path) -> None:
+    # Megatron TP4 on 8 L20: its all-reduces over PCIe are in every step but in no scale
+    megatron = {"strategy": "megatron", "tp": 4, "micro_batch_per_gpu": 4}
+    job = job_file(tmp_path, gpu="l20", n_gpus=8, trainer=megatron)
+    log = verl_log(tmp_path, job)
+    rows = rows_from_logs(read_job(job), str(job), [log])
+    assert rows[0].layout().tp == 4
+    _, fits = fit_scales(rows, load_coefficients())
+    for fit in fits:
+        assert fit.scale == pytest.approx(SLOWER[fit.phase], rel=1e-3), fit.phase
 
 
 @pytest.mark.parametrize(

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
 from rlguard.cluster.engine import Engine, RunResult
 from rlguard.cluster.jobs import JobKind, Workload
 from rlguard.cluster.metrics import HOUR, summarize
-from rlguard.cluster.registry import BASES, RULES, RuleParams
+from rlguard.cluster.registry import RULES, RuleParams, build_policy
 from rlguard.cluster.scheduler import Scheduler
 from rlguard.cluster.traces import read_trace
 from rlguard.cluster.workload import ScenarioConfig, paper_workload
@@ -28,6 +29,7 @@ class RunSpec:
     params: RuleParams = field(default_factory=RuleParams)
     trace: str | None = None
     restore_s: float = 60.0
+    policy_args: dict[str, Any] = field(default_factory=dict)  # the base policy's knobs
     keep_curves: int = 0  # how many RLHF trajectories to keep per rule (for plots)
 
 
@@ -67,7 +69,7 @@ def run_spec(spec: RunSpec) -> list[dict]:
     submit = np.array([s.submit_s for s in workload.specs])
     rows = []
     for rule in spec.rules:
-        scheduler = Scheduler(BASES[spec.base](), RULES[rule](spec.params))
+        scheduler = Scheduler(build_policy(spec.base, spec.policy_args), RULES[rule](spec.params))
         engine = Engine(workload, scheduler, gpus=spec.scenario.gpus, restore_s=spec.restore_s)
         result = engine.run()
         row = {"seed": spec.seed, "base": spec.base, "rule": rule, **summarize(result, workload)}

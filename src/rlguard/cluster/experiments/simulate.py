@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from rlguard.cluster.experiments.parallel import fan_out
 from rlguard.cluster.experiments.runner import RunSpec, run_spec
@@ -46,6 +47,8 @@ class Grid:
     params: RuleParams = field(default_factory=RuleParams)
     trace: str | None = None
     keep_curves: int = 0
+    policy_args: dict[str, dict[str, Any]] = field(default_factory=dict)  # base -> its knobs
+    restore_s: float = 60.0
 
     def specs(self) -> list[RunSpec]:
         rules = tuple(dict.fromkeys(("none", *self.rules)))
@@ -58,6 +61,8 @@ class Grid:
                 rules,
                 self.params,
                 self.trace,
+                restore_s=self.restore_s,
+                policy_args=self.policy_args.get(base, {}),
                 keep_curves=self.keep_curves if seed == first else 0,
             )
             for base in self.bases

@@ -1,4 +1,10 @@
-"""FIFO: jobs start in submission order and are never preempted (free GPUs are backfilled)."""
+"""FIFO in submission order, never preempting, in the two forms schedulers use.
+
+`fifo` backfills: a job that does not fit the free GPUs is skipped and a later one that fits
+starts (the Tiresias simulator's `fjf`, "fit job first"). `fifo-strict` does not: the first job
+that does not fit blocks every job behind it, even when GPUs sit idle (head-of-line blocking, the
+Tiresias simulator's `fifo`).
+"""
 
 from __future__ import annotations
 
@@ -14,3 +20,8 @@ class Fifo(Policy):
 
     def priority(self, view: ClusterView) -> np.ndarray:
         return view.submit_s
+
+
+class FifoStrict(Fifo):
+    name = "fifo-strict"
+    backfill = False

@@ -1,124 +1,219 @@
-"""Tiresias 2D-LAS, discretized (Gu et al., NSDI'19): least attained GPU-service first, in queues.
+"""Tiresias 2D-LAS, discretized (Gu et al., NSDI'19), as its simulator runs it (`dlas-gpu`).
 
-A job's attained service is GPUs x executed time (`view.attained_gpu_s`). Thresholds split it into
-K queues; a lower queue always runs first, and within a queue jobs run FIFO by submission (the key
-is the queue index; the engine breaks ties by submit time). Big or long jobs sink without anyone
-having to know their size, which is why Tiresias needs no duration estimates.
+A job's attained service is GPUs x executed time. Thresholds split it into queues (the simulator's
+defaults: 3250 and 7200 GPU-seconds, three queues); a higher queue always runs first, so big or
+long jobs sink without anyone having to know their size. Inside a queue the order is a list, as
+in the simulator (SymbioticLab/Tiresias, simulator/run_sim.py, `dlas_sim_jobs`):
+- a new job joins the end of the top queue; a running job that reaches its queue's threshold is
+  demoted one queue at a time, joining the end of the next queue at the moment it crosses;
+- after every pass the jobs that run move ahead of the waiting ones (order kept inside each group).
+  So a running job is displaced only by jobs ahead of it: those of higher queues (and a waiting job
+  that was already queued where a demoted job lands), never by an older waiting job of its own
+  queue. Admission walks the queues in order and skips what does not fit (the engine's greedy).
+- starvation (off by default, as in `dlas-gpu`; `promote_knob=8` is `dlas-gpu-8`): a waiting job
+  below the top queue whose waiting time since it first ran after its last promotion (or arrival)
+  reaches `promote_knob` x its executed time since then is promoted to the end of the top queue,
+  and that service is reset (it is demoted again after another `thresholds[0]` GPU-seconds).
 
-Starvation: a pending job in a lower queue whose current wait (`view.waiting_s`, since it last ran)
-exceeds `promote_knob` x its executed time is promoted back to the top queue, and, as in the
-Tiresias simulator, its service is reset: it is demoted again only after it has attained another
-`thresholds[0]` GPU-seconds, and "executed time" in the next promotion test counts from the reset.
-(The Tiresias simulator sums the waits since the last promotion; the view offers the current one.)
+The simulator is event-driven: it re-plans at every arrival, completion, demotion and promotion.
+With `tick_s=None` this policy is too (`next_change_s` names the next demotion or promotion); the
+default keeps our rounds (`tick_s=300`): preemption waits for a round, which bounds how often a
+platform checkpoints and restores jobs.
 
-Why the reset needs state: a stateless rule ("top queue while waiting_s > knob x executed_s") keeps
-the promotion only while the job waits. Once it starts its wait is 0, so at the next scheduling
-pass it falls back to its old queue and the top-queue job it displaced preempts it again: it gets
-a few seconds (often less than the restore overhead) per promotion, and promotion does not cure
-starvation. The state kept here is the minimum for the reset: for each promoted job still active,
-its executed time at promotion (the "service base"), keyed by the job's row in the platform's
-visible table (`view.rows`, its stable handle while active) and checked against its submit time;
-rows, not `view.job_ids`, because that list is built per job in Python on every call, too slow at
-20,000 jobs.
-Records of jobs no longer in the view are dropped on every call, and a clock that runs backwards
-(a new run reusing the policy) clears them all. Everything else is vectorized over the view.
+State, kept per row of the visible table (`view.rows`, a job's stable handle while it is active;
+checked against its submit time, and cleared when the clock runs backwards, i.e. a new run): its
+queue, its place in the queue (a sequence number, renumbered at each new instant), its executed
+time at its last promotion, and its waiting total when it first ran after that. The rest is
+derived from the view at each call, so a pass the engine makes without asking the policy (all
+waiting jobs fit) loses nothing: a demotion in between is placed by the moment it happened,
+computed from the service the job has attained. Vectorized over the view: no Python loop per job.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from itertools import pairwise
+from typing import Annotated
 
 import numpy as np
+from pydantic import AfterValidator, Field, validate_call
 
 from rlguard.cluster.policies.base import Policy
 from rlguard.cluster.view import ClusterView
 
-DEFAULT_THRESHOLDS = (3250.0, 7200.0, 18000.0)
-"""Queue limits in GPU-seconds (the simulator default in REFERENCE.md section 3): 4 queues."""
+DEFAULT_THRESHOLDS = (3250.0, 7200.0)
+"""Queue limits in GPU-seconds: the simulator's `queue_limit` with its `num_queue = 3` (its third
+limit, 18000, is never reached with three queues)."""
+
+EPS = 1e-6
+"""Seconds (and GPU-seconds) below which a threshold counts as reached: a wake-up computed for a
+crossing lands on it up to float rounding."""
+
+
+def _increasing(limits: tuple[float, ...]) -> tuple[float, ...]:
+    if any(b <= a for a, b in pairwise(limits)):
+        raise ValueError("must be strictly increasing")
+    return limits
+
+
+Thresholds = Annotated[
+    tuple[Annotated[float, Field(gt=0, allow_inf_nan=False)], ...], AfterValidator(_increasing)
+]
 
 
 class Tiresias(Policy):
     name = "tiresias"
     preemptive = True
 
+    @validate_call
     def __init__(
         self,
-        thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
-        promote_knob: float = 8.0,
-        tick_s: float = 300.0,
+        thresholds: Thresholds = DEFAULT_THRESHOLDS,
+        promote_knob: Annotated[float, Field(ge=0)] = 0.0,
+        tick_s: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = 300.0,
     ) -> None:
-        limits = np.asarray(thresholds, dtype=float)
-        if limits.ndim != 1 or not np.all(np.isfinite(limits)) or np.any(limits <= 0):
-            raise ValueError(f"thresholds must be positive finite GPU-seconds, got {thresholds!r}")
-        if np.any(np.diff(limits) <= 0):
-            raise ValueError(f"thresholds must be strictly increasing, got {thresholds!r}")
-        if not promote_knob > 0:  # also rejects NaN; use float("inf") to disable promotion
-            raise ValueError(f"promote_knob must be > 0, got {promote_knob}")
-        if not tick_s > 0:
-            raise ValueError(f"tick_s must be > 0, got {tick_s}")
-        self.thresholds = limits
-        self.promote_knob = float(promote_knob)
-        self.tick_s = float(tick_s)
-        self._rows = np.zeros(0, dtype=np.int64)  # promoted jobs still active
-        self._submit = np.zeros(0)  # their submit times (guards against a reused row)
-        self._base_s = np.zeros(0)  # their executed time when last promoted
-        self._now = -np.inf
+        self.thresholds = np.asarray(thresholds, dtype=float)
+        self.promote_knob = float(promote_knob)  # 0: no promotion
+        self.tick_s = tick_s
+        self._clear()
 
-    def queues(self, view: ClusterView) -> np.ndarray:
-        """Each job's queue (0 = top), updating the promotion records; what `priority` returns."""
-        if view.now < self._now:
-            self._forget(np.zeros(self._rows.size, dtype=bool))
-        self._now = view.now
-        since = view.executed_s - self._base(view)  # executed time since the last promotion
-        queue = self._queue(view.gpus * since)
-        if not np.isfinite(self.promote_knob):
-            return queue
-        # Only below the top queue (so since > 0): a job that never ran, or has not run since its
-        # promotion, is in the top queue already.
-        starving = (~view.running) & (queue > 0) & (view.waiting_s > self.promote_knob * since)
-        if starving.any():
-            self._promote(view, starving)
-            queue = np.where(starving, 0, queue)
-        return queue
+    def _clear(self) -> None:
+        self._submit = np.zeros(0)  # NaN: a row never seen
+        self._queue = np.zeros(0, dtype=np.int64)
+        self._place = np.zeros(0, dtype=np.int64)
+        self._base = np.zeros(0)  # executed time at the last promotion
+        self._anchor = np.zeros(0)  # waiting total when it first ran after that; NaN: not yet
+        self._now = -np.inf
+        self._next = 0  # the place the next job joining a queue takes
 
     def priority(self, view: ClusterView) -> np.ndarray:
-        return self.queues(view).astype(float)
+        """Queue, then place in it, as one number: places are below `_next`, and far below 2**53."""
+        self._update(view)
+        rows = view.rows
+        return (self._queue[rows] * (self._next + 1) + self._place[rows]).astype(float)
 
-    # -- internals ------------------------------------------------------------------------------
-    def _queue(self, attained: np.ndarray) -> np.ndarray:
-        # Demotion at the threshold itself (Tiresias: attained >= limit moves a job down).
-        return np.searchsorted(self.thresholds, attained, side="right")
+    def next_change_s(self, view: ClusterView) -> float | None:
+        known = self._known(view)
+        queue = self._lookup(self._queue, view, known, 0)
+        since = view.executed_s - self._lookup(self._base, view, known, 0.0)
+        times = [np.inf]
+        demotable = view.running & (queue < len(self.thresholds))
+        if demotable.any():
+            gpus = view.gpus[demotable]
+            limit = self.thresholds[queue[demotable]]
+            times.append((view.now + (limit - gpus * since[demotable]) / gpus).min())
+        if self._promotes:
+            anchor = self._lookup(self._anchor, view, known, np.nan)
+            watched, waited = self._watched(view, queue, since, anchor)
+            if watched.any():
+                due = view.now + self.promote_knob * since[watched] - waited[watched]
+                times.append(due.min())
+        first = min(times)
+        return float(first) if np.isfinite(first) and first > view.now + EPS else None
 
-    def _base(self, view: ClusterView) -> np.ndarray:
-        """Executed time at each job's last promotion (0 if never promoted); prunes the records."""
-        base = np.zeros(len(view))
-        if not self._rows.size or not len(view):
-            self._forget(np.zeros(self._rows.size, dtype=bool))
-            return base
-        order = np.argsort(view.rows, kind="stable")
-        at = np.minimum(np.searchsorted(view.rows[order], self._rows), len(view) - 1)
-        pos = order[at]
-        # Same row, same job, and the base can only lie in the job's past.
-        found = (
-            (view.rows[pos] == self._rows)
-            & (view.submit_s[pos] == self._submit)
-            & (self._base_s <= view.executed_s[pos])
+    @property
+    def _promotes(self) -> bool:
+        return 0 < self.promote_knob < np.inf
+
+    # -- the queue lists --------------------------------------------------------------------------
+    def _update(self, view: ClusterView) -> None:
+        if view.now < self._now:
+            self._clear()
+        later, self._now = view.now > self._now, view.now
+        rows = view.rows
+        if not len(rows):
+            return
+        self._grow(int(rows.max()) + 1)
+        new = self._submit[rows] != view.submit_s  # never seen (NaN), or another job's row
+        if later:
+            self._running_first(view, ~new)
+        if new.any():
+            self._arrive(view, np.flatnonzero(new))
+        since = view.executed_s - self._base[rows]
+        self._demote(view, since)
+        if self._promotes:
+            first_run = view.running & (since > 0) & np.isnan(self._anchor[rows])
+            self._anchor[rows[first_run]] = self._waited_total(view)[first_run]
+            self._promote(view, since)
+
+    def _running_first(self, view: ClusterView, old: np.ndarray) -> None:
+        """The end of the previous pass: inside each queue, the jobs that run go ahead of the
+        waiting ones (each group keeps its order). Done once per instant, before this instant's
+        arrivals, demotions and promotions join the ends of their queues."""
+        rows = view.rows[old]
+        group = 2 * self._queue[rows] + ~view.running[old]  # queue, then running before waiting
+        ranked = rows[np.argsort(group * (self._next + 1) + self._place[rows])]
+        self._place[ranked] = np.arange(len(ranked))
+        self._next = len(ranked)
+
+    def _arrive(self, view: ClusterView, new: np.ndarray) -> None:
+        """New jobs join the end of the top queue in submission order."""
+        new = new[np.lexsort((view.rows[new], view.submit_s[new]))]
+        rows = view.rows[new]
+        self._submit[rows] = view.submit_s[new]
+        self._queue[rows], self._base[rows], self._anchor[rows] = 0, 0.0, np.nan
+        self._append(rows)
+
+    def _demote(self, view: ClusterView, since: np.ndarray) -> None:
+        """Running jobs past their queue's threshold join the end of the queue they crossed into,
+        in the order they crossed (ties: submission, then row), as the simulator's events do."""
+        attained = view.gpus * since
+        level = np.searchsorted(self.thresholds, attained + EPS, side="right")
+        down = np.flatnonzero(view.running & (level > self._queue[view.rows]))
+        if not down.size:
+            return
+        crossed = view.now - (attained[down] - self.thresholds[level[down] - 1]) / view.gpus[down]
+        down = down[np.lexsort((view.rows[down], view.submit_s[down], crossed))]
+        self._queue[view.rows[down]] = level[down]
+        self._append(view.rows[down])
+
+    def _promote(self, view: ClusterView, since: np.ndarray) -> None:
+        rows = view.rows
+        watched, waited = self._watched(view, self._queue[rows], since, self._anchor[rows])
+        up = np.flatnonzero(watched & (waited + EPS >= self.promote_knob * since))
+        if not up.size:
+            return
+        up = up[np.lexsort((rows[up], view.submit_s[up]))]
+        r = rows[up]
+        self._queue[r], self._base[r], self._anchor[r] = 0, view.executed_s[up], np.nan
+        self._append(r)
+
+    # -- helpers ----------------------------------------------------------------------------------
+    def _watched(
+        self, view: ClusterView, queue: np.ndarray, since: np.ndarray, anchor: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The waiting jobs the starvation rule watches, and how long each has waited since it
+        first ran after its last promotion (or arrival)."""
+        watched = ~view.running & (queue > 0) & (since > 0) & ~np.isnan(anchor)
+        return watched, self._waited_total(view) - np.where(watched, anchor, 0.0)
+
+    def _known(self, view: ClusterView) -> np.ndarray:
+        """Rows this policy has seen, holding the same job (same submit time)."""
+        return self._lookup(self._submit, view, np.ones(len(view), dtype=bool), np.nan) == (
+            view.submit_s
         )
-        base[pos[found]] = self._base_s[found]
-        self._forget(found)
-        return base
 
-    def _forget(self, keep: np.ndarray) -> None:
-        self._rows, self._submit, self._base_s = (
-            self._rows[keep],
-            self._submit[keep],
-            self._base_s[keep],
-        )
+    @staticmethod
+    def _lookup(column: np.ndarray, view: ClusterView, known: np.ndarray, default) -> np.ndarray:  # type: ignore[no-untyped-def]
+        inside = known & (view.rows < len(column))
+        out = np.full(len(view), default, dtype=column.dtype)
+        out[inside] = column[view.rows[inside]]
+        return out
 
-    def _promote(self, view: ClusterView, starving: np.ndarray) -> None:
-        rows = view.rows[starving]
-        keep = ~np.isin(self._rows, rows)  # a re-promotion replaces the job's old record
-        self._forget(keep)
-        self._rows = np.concatenate([self._rows, rows])
-        self._submit = np.concatenate([self._submit, view.submit_s[starving]])
-        self._base_s = np.concatenate([self._base_s, view.executed_s[starving]])
+    @staticmethod
+    def _waited_total(view: ClusterView) -> np.ndarray:
+        """Time spent waiting since submission: active time not spent on GPUs."""
+        return view.now - view.submit_s - view.executed_s
+
+    def _append(self, rows: np.ndarray) -> None:
+        self._place[rows] = self._next + np.arange(len(rows))
+        self._next += len(rows)
+
+    def _grow(self, size: int) -> None:
+        if size <= len(self._submit):
+            return
+        pad = max(size, 2 * len(self._submit)) - len(self._submit)
+        self._submit = np.concatenate([self._submit, np.full(pad, np.nan)])
+        self._queue = np.concatenate([self._queue, np.zeros(pad, dtype=np.int64)])
+        self._place = np.concatenate([self._place, np.zeros(pad, dtype=np.int64)])
+        self._base = np.concatenate([self._base, np.zeros(pad)])
+        self._anchor = np.concatenate([self._anchor, np.full(pad, np.nan)])

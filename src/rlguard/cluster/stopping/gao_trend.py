@@ -20,14 +20,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
 
 from rlguard.cluster.events import CONTINUE, Decision, EvalEvent
 from rlguard.cluster.stopping.base import StopRule
+from rlguard.cluster.stopping.contrast import contrast_t, critical_t
 
 
 @dataclass(slots=True)
-class _History:
+class History:
+    """A job's evals so far, in order: what the trend rules fit."""
+
     progress: list[float] = field(default_factory=list)
     scores: list[float] = field(default_factory=list)
 
@@ -46,41 +48,30 @@ class GaoTrend(StopRule):
                 f"warmup must be >= 4 (three coefficients and a residual), got {warmup}"
             )
         self.alpha, self.warmup = alpha, warmup
-        self._t_crit: dict[int, float] = {}
 
-    def new_state(self) -> _History:
-        return _History()
+    def new_state(self) -> History:
+        return History()
 
-    def _critical(self, dof: int) -> float:
-        if dof not in self._t_crit:
-            self._t_crit[dof] = float(stats.t.ppf(1.0 - self.alpha, dof))
-        return self._t_crit[dof]
-
-    def decide(self, state: _History, event: EvalEvent) -> Decision:
+    def decide(self, state: History, event: EvalEvent) -> Decision:
         state.progress.append(event.progress)
         state.scores.append(event.score)
         n = len(state.scores)
         if n < self.warmup:
             return CONTINUE
         t = slope_t_statistic(np.asarray(state.progress), np.asarray(state.scores))
-        if t < -self._critical(n - 3):
+        if t < -critical_t(self.alpha, n - 3):
             return Decision(True, f"Gao-fit slope below zero (t={t:.2f}, alpha={self.alpha})")
         return CONTINUE
 
 
-def slope_t_statistic(progress: np.ndarray, scores: np.ndarray) -> float:
-    """t statistic of the fitted slope of a0 + a1 p - a2 p ln p at the last progress point."""
+def gao_design(progress: np.ndarray) -> np.ndarray:
+    """Columns 1, p, -p ln p: Gao's RL form with d = c p, linear in its coefficients."""
     # p ln p -> 0 as p -> 0: an eval at progress 0 (before training) is a valid point
     p_log_p = progress * np.log(np.where(progress > 0, progress, 1.0))
-    design = np.column_stack([np.ones_like(progress), progress, -p_log_p])
-    coef, *_ = np.linalg.lstsq(design, scores, rcond=None)
-    residuals = scores - design @ coef
-    dof = len(scores) - 3
-    sigma2 = float(residuals @ residuals) / dof
+    return np.column_stack([np.ones_like(progress), progress, -p_log_p])
+
+
+def slope_t_statistic(progress: np.ndarray, scores: np.ndarray) -> float:
+    """t statistic of the fitted slope of a0 + a1 p - a2 p ln p at the last progress point."""
     gradient = np.array([0.0, 1.0, -(np.log(progress[-1]) + 1.0)])
-    covariance = np.linalg.pinv(design.T @ design)
-    variance = float(gradient @ covariance @ gradient) * sigma2
-    slope = float(gradient @ coef)
-    if variance <= 0.0:
-        return -np.inf if slope < 0 else np.inf
-    return slope / np.sqrt(variance)
+    return contrast_t(gao_design(progress), scores, gradient)

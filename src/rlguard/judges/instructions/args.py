@@ -1,9 +1,15 @@
-"""Validation of IFEval kwargs: a malformed kwarg is a judge failure (-1), never a violation."""
+"""Validation of IFEval kwargs: a malformed kwarg is a judge failure (-1), never a violation.
+
+Malformed includes every value for which IFEval would draw a random one instead (a count below 1,
+since its evaluation drops falsy kwargs; a letter outside a-z; an nth paragraph beyond the count)
+or crash (an unknown relation or language, a keyword that is not a valid regex).
+"""
 
 from __future__ import annotations
 
 import math
 import operator
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,8 +38,9 @@ def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def count(value: Any, name: str, minimum: int = 0) -> int:
-    """An integer kwarg; integral floats pass because Arrow/pandas store nullable ints as floats."""
+def count(value: Any, name: str) -> int:
+    """A positive integer kwarg; integral floats pass because Arrow/pandas store nullable ints as
+    floats."""
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     try:
@@ -42,23 +49,32 @@ def count(value: Any, name: str, minimum: int = 0) -> int:
         number = operator.index(value)
     except TypeError:
         raise BadKwargs(f"{name} must be an integer, got {value!r}") from None
-    if number < minimum:
-        raise BadKwargs(f"{name} must be at least {minimum}, got {number}")
+    if number < 1:
+        raise BadKwargs(f"{name} must be at least 1, got {number}")
     return number
 
 
-def text(value: Any, name: str) -> str:
-    """A non-empty string kwarg, stripped as IFEval strips its phrases and markers."""
+def text(value: Any, name: str, *, strip: bool = True) -> str:
+    """A non-blank string kwarg, stripped where IFEval strips it."""
     if not isinstance(value, str) or not value.strip():
         raise BadKwargs(f"{name} must be a non-empty string, got {value!r}")
-    return value.strip()
+    return value.strip() if strip else value
 
 
 def texts(value: Any, name: str) -> list[str]:
-    """A non-empty list of non-empty strings (a bare string would be checked letter by letter)."""
+    """A non-empty list of non-blank strings, unstripped as IFEval takes them (a bare string would
+    be checked letter by letter)."""
     if isinstance(value, str) or not isinstance(value, list | tuple) or not value:
         raise BadKwargs(f"{name} must be a non-empty list of strings, got {value!r}")
-    return [text(item, name) for item in value]
+    return [text(item, name, strip=False) for item in value]
+
+
+def pattern(source: str, name: str, flags: int = 0) -> re.Pattern[str]:
+    """A regex made with a kwarg: IFEval pastes keywords and markers into patterns unescaped."""
+    try:
+        return re.compile(source, flags)
+    except re.error as exc:
+        raise BadKwargs(f"{name} is not a valid regular expression ({exc}): {source!r}") from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,8 @@
-"""IFEval's change_case family.
+"""IFEval's change_case family: the whole response in English capitals or lowercase, or a number
+of all-capital words.
 
-IFEval's english_capital and english_lowercase also ask langdetect whether the response is English;
-langdetect is not available offline, so only the case half is checked (`str.isupper` /
-`str.islower` on the whole response, as IFEval does).
+Case is `str.isupper` / `str.islower` on the whole response, English is langdetect's (see
+`language`), both as IFEval checks them.
 """
 
 from __future__ import annotations
@@ -10,19 +10,20 @@ from __future__ import annotations
 from typing import Any
 
 from rlguard.judges.instructions.args import threshold
+from rlguard.judges.instructions.language import not_english
 from rlguard.judges.instructions.text import capital_words
 
 
 def english_capital(response: str) -> str | None:
-    if response.isupper():
-        return None
-    return "has lowercase letters" if response.upper() != response else "has no cased letters"
+    if not response.isupper():
+        return "has lowercase letters" if response.upper() != response else "has no cased letters"
+    return not_english(response)
 
 
 def english_lowercase(response: str) -> str | None:
-    if response.islower():
-        return None
-    return "has capital letters" if response.lower() != response else "has no cased letters"
+    if not response.islower():
+        return "has capital letters" if response.lower() != response else "has no cased letters"
+    return not_english(response)
 
 
 def capital_word_frequency(

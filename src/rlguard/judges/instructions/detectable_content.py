@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rlguard.judges.instructions.args import count, text
+from rlguard.judges.instructions.args import count, pattern, text
 
 _PLACEHOLDER = re.compile(r"\[.*?\]")
 
@@ -18,14 +18,17 @@ def number_placeholders(response: str, *, num_placeholders: Any) -> str | None:
 
 
 def postscript(response: str, *, postscript_marker: Any) -> str | None:
-    """A line containing the marker, case-insensitively; P.S. and P.P.S allow spaces after dots."""
+    """A line containing the marker, case-insensitively; P.S. and P.P.S allow spaces after dots.
+
+    Other markers are regular expressions, as IFEval pastes them into its pattern unescaped.
+    """
     marker = text(postscript_marker, "postscript_marker")
     if marker == "P.P.S":
-        pattern = r"\s*p\.\s?p\.\s?s.*$"
+        source = r"\s*p\.\s?p\.\s?s.*$"
     elif marker == "P.S.":
-        pattern = r"\s*p\.\s?s\..*$"
+        source = r"\s*p\.\s?s\..*$"
     else:
-        pattern = rf"\s*{re.escape(marker.lower())}.*$"
-    if re.search(pattern, response.lower(), flags=re.MULTILINE):
+        source = rf"\s*{marker.lower()}.*$"
+    if pattern(source, "postscript_marker", re.MULTILINE).search(response.lower()):
         return None
     return f"no postscript starting with {marker!r}"

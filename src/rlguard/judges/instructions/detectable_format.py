@@ -6,9 +6,10 @@ import json
 import re
 from typing import Any
 
-from rlguard.judges.instructions.args import count, text
+from rlguard.judges.instructions.args import count, pattern, text
 
 CONSTRAINED_RESPONSES = ("My answer is yes.", "My answer is no.", "My answer is maybe.")
+# IFEval removes each of these prefixes in turn, so "```json```" loses both fences.
 _FENCE_OPENINGS = ("```json", "```Json", "```JSON", "```")
 _TITLE = re.compile(r"<<[^\n]+>>")
 _HIGHLIGHT = re.compile(r"\*[^\n*]*\*")
@@ -21,9 +22,7 @@ def json_format(response: str) -> str | None:
     """The whole response parses as JSON, optionally inside one markdown code fence."""
     body = response.strip()
     for opening in _FENCE_OPENINGS:
-        if body.startswith(opening):
-            body = body.removeprefix(opening)
-            break
+        body = body.removeprefix(opening)
     body = body.removesuffix("```").strip()
     try:
         json.loads(body)
@@ -41,10 +40,11 @@ def title(response: str) -> str | None:
 
 
 def multiple_sections(response: str, *, section_spliter: Any, num_sections: Any) -> str | None:
-    """At least `num_sections` section headers "<spliter> <number>" (case-sensitive)."""
+    """At least `num_sections` section headers "<spliter> <number>" (case-sensitive; the spliter
+    is a regular expression, as IFEval pastes it into its pattern unescaped)."""
     spliter = text(section_spliter, "section_spliter")
     wanted = count(num_sections, "num_sections")
-    found = len(re.split(rf"\s?{re.escape(spliter)}\s?\d+\s?", response)) - 1
+    found = len(pattern(rf"\s?{spliter}\s?\d+\s?", "section_spliter").split(response)) - 1
     if found >= wanted:
         return None
     return f"{found} sections marked '{spliter} N', needs at least {wanted}"

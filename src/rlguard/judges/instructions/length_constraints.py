@@ -5,12 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rlguard.judges.instructions.args import BadKwargs, count, text, threshold
-from rlguard.judges.instructions.text import (
-    blank_line_paragraphs,
-    count_sentences,
-    count_words,
-    split_on,
-)
+from rlguard.judges.instructions.text import count_sentences, count_words, split_on
 
 _FIRST_WORD_STOPS = ".,?!'\""
 
@@ -41,26 +36,35 @@ def number_paragraphs(response: str, *, num_paragraphs: Any) -> str | None:
 def nth_paragraph_first_word(
     response: str, *, num_paragraphs: Any, nth_paragraph: Any, first_word: Any
 ) -> str | None:
-    r"""Exactly `num_paragraphs` paragraphs split by "\n\n", the nth starting with `first_word`.
+    r"""Exactly `num_paragraphs` non-empty paragraphs split by "\n\n", the nth starting with
+    `first_word`.
 
-    The first word is the paragraph's first whitespace token, lowercased, leading quotes dropped,
-    cut at the first punctuation mark (IFEval's rule, so "**Summary**" is not "summary").
+    As in IFEval, the count skips empty pieces but the nth paragraph is the nth piece of the raw
+    split, so a run of four newlines before it makes it empty. The first word is the paragraph's
+    first whitespace token, leading quotes dropped, cut at the first punctuation mark and lowercased
+    letter by letter (so "**Summary**" is not "summary").
     """
-    wanted = count(num_paragraphs, "num_paragraphs", minimum=1)
-    nth = count(nth_paragraph, "nth_paragraph", minimum=1)
-    word = text(first_word, "first_word").lower()
+    wanted = count(num_paragraphs, "num_paragraphs")
+    nth = count(nth_paragraph, "nth_paragraph")
+    word = text(first_word, "first_word", strip=False).lower()
     if nth > wanted:
         raise BadKwargs(f"nth_paragraph {nth} exceeds num_paragraphs {wanted}")
-    paragraphs = blank_line_paragraphs(response)
-    if len(paragraphs) != wanted:
-        return f"{len(paragraphs)} paragraphs separated by blank lines, needs exactly {wanted}"
-    actual = _first_word(paragraphs[nth - 1])
+    pieces = response.split("\n\n")
+    found = sum(1 for piece in pieces if piece.strip())
+    if found != wanted:
+        return f"{found} paragraphs separated by blank lines, needs exactly {wanted}"
+    paragraph = pieces[nth - 1].strip()
+    if not paragraph:
+        return f"paragraph {nth} is empty (an extra blank line before it)"
+    actual = _first_word(paragraph)
     return None if actual == word else f"paragraph {nth} starts with {actual!r}, needs {word!r}"
 
 
 def _first_word(paragraph: str) -> str:
     token = paragraph.split()[0].lstrip("'").lstrip('"')
-    for i, char in enumerate(token):
+    letters = []
+    for char in token:
         if char in _FIRST_WORD_STOPS:
-            return token[:i].lower()
-    return token.lower()
+            break
+        letters.append(char.lower())
+    return "".join(letters)

@@ -1,7 +1,8 @@
 """IFEval instruction ids -> checkers, and the call that validates kwargs before checking.
 
 Every checker takes the response and its kwargs (keyword-only, named as in IFEval) and returns
-None when the instruction holds or a short reason when it does not.
+None when the instruction holds or a short reason when it does not. These are all 25 ids of
+IFEval's registry (lm-eval's `instructions_registry.INSTRUCTION_DICT`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from rlguard.judges.instructions import (
     detectable_content,
     detectable_format,
     keywords,
+    language,
     length_constraints,
     punctuation,
     startend,
@@ -42,6 +44,7 @@ CHECKERS: dict[str, Checker] = {
     "keywords:forbidden_words": keywords.forbidden_words,
     "keywords:frequency": keywords.frequency,
     "keywords:letter_frequency": keywords.letter_frequency,
+    "language:response_language": language.response_language,
     "length_constraints:nth_paragraph_first_word": length_constraints.nth_paragraph_first_word,
     "length_constraints:number_paragraphs": length_constraints.number_paragraphs,
     "length_constraints:number_sentences": length_constraints.number_sentences,
@@ -49,11 +52,6 @@ CHECKERS: dict[str, Checker] = {
     "punctuation:no_comma": punctuation.no_comma,
     "startend:end_checker": startend.end_checker,
     "startend:quotation": startend.quotation,
-}
-
-# IFEval ids that are known but cannot be checked honestly offline.
-UNSUPPORTED = {
-    "language:response_language": "needs a language detector (langdetect), unavailable offline",
 }
 
 _SIGNATURES = {iid: inspect.signature(checker) for iid, checker in CHECKERS.items()}
@@ -68,14 +66,12 @@ def check_instruction(
 ) -> str | None:
     """None if `response` follows the instruction, else why not.
 
-    Raises UnknownInstruction for an id without a checker and BadKwargs for kwargs that are
-    missing, unexpected (once None values are dropped) or malformed; both name the id.
+    A blank response follows no instruction, as in IFEval's evaluation. Raises UnknownInstruction
+    for an id without a checker and BadKwargs for kwargs that are missing, unexpected (once None
+    values are dropped) or malformed; both name the id.
     """
     checker = CHECKERS.get(instruction_id)
     if checker is None:
-        if instruction_id in UNSUPPORTED:
-            why = UNSUPPORTED[instruction_id]
-            raise UnknownInstruction(f"unsupported instruction id {instruction_id!r}: {why}")
         raise UnknownInstruction(f"unknown instruction id {instruction_id!r}")
     try:
         args = clean(kwargs)
@@ -83,6 +79,7 @@ def check_instruction(
     except (BadKwargs, TypeError) as exc:
         raise BadKwargs(f"{instruction_id}: bad kwargs: {exc}") from None
     try:
-        return checker(response, **args)
+        reason = checker(response, **args)
     except BadKwargs as exc:
         raise BadKwargs(f"{instruction_id}: bad kwargs: {exc}") from None
+    return "empty response" if not response.strip() else reason

@@ -1,17 +1,20 @@
-"""CGPO's LLM classifier judges (false refusal, factuality, safety) on a local or remote model."""
+"""CGPO's LLM classifier judges (false refusal, factuality, safety) on a local or remote model.
 
-from rlguard.judges.llm.backend import ClassifierBackend
-from rlguard.judges.llm.hf_backend import HFBackend
-from rlguard.judges.llm.judge import LLMJudge
-from rlguard.judges.llm.openai_backend import EndpointError, OpenAIBackend
-from rlguard.judges.llm.templates import TEMPLATES, JudgeTemplate
+Names load on first use: an endpoint-backed judge does not import torch (only `HFBackend` does).
+"""
 
-__all__ = [
-    "TEMPLATES",
-    "ClassifierBackend",
-    "EndpointError",
-    "HFBackend",
-    "JudgeTemplate",
-    "LLMJudge",
-    "OpenAIBackend",
-]
+from rlguard._lazy import lazy_exports
+
+_EXPORTS = {
+    "TEMPLATES": "rlguard.judges.llm.templates",
+    "ClassifierBackend": "rlguard.judges.llm.backend",
+    "EndpointError": "rlguard.judges.llm.openai_backend",
+    "HFBackend": "rlguard.judges.llm.hf_backend",
+    "JudgeTemplate": "rlguard.judges.llm.templates",
+    "LLMJudge": "rlguard.judges.llm.judge",
+    "OpenAIBackend": "rlguard.judges.llm.openai_backend",
+}
+
+__all__ = sorted(_EXPORTS)
+
+__getattr__ = lazy_exports(__name__, _EXPORTS)

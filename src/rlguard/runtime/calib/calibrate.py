@@ -3,6 +3,7 @@
 One run's logs cannot pin down every coefficient of the step model, so the shipped fit (to the
 public measurements) keeps its shape and each phase gets one scale, fitted by least squares on
 relative error: generation (decode, prefill and the phase switch together), scoring, training.
+The trainer's communication stays at datasheet bandwidth (runtime/comm.py): no scale touches it.
 The logs give the times and length statistics of each step; the job file says what ran.
 """
 
@@ -17,7 +18,17 @@ from rlguard.errors import InputError
 from rlguard.runtime.calib.coefficients import Coefficients, load_coefficients
 from rlguard.runtime.calib.job import JobFile, calibrated_job_profile
 from rlguard.runtime.calib.measured import PHASES, MeasuredStep
-from rlguard.runtime.calib.replay import GENERATION, SCORING, SWITCH, TRAINING, replay, simulate
+from rlguard.runtime.calib.replay import (
+    GENERATION,
+    SCORING,
+    SWITCH,
+    TRAINING,
+    Replay,
+    replay,
+    scoring_features,
+    simulate,
+    training_features,
+)
 from rlguard.runtime.calib.verl_logs import read_verl_log
 from rlguard.runtime.profiles import TimeProfile
 
@@ -69,6 +80,12 @@ def rows_from_logs(job: JobFile, where: str, logs: list[Path]) -> list[MeasuredS
                     max_prompt_length=job.max_prompt_length,
                     max_response_length=job.max_response_length,
                     lora_rank=job.lora_rank,
+                    actor_strategy=job.trainer.strategy,
+                    train_tp=job.trainer.tp,
+                    train_pp=job.trainer.pp,
+                    train_vpp=job.trainer.vpp,
+                    micro_batch_per_gpu=job.trainer.micro_batch_per_gpu,
+                    mini_batch_prompts=job.trainer.mini_batch_prompts,
                     **{k: v for k, v in values.items() if k in MeasuredStep.model_fields},
                 )
             )
@@ -79,20 +96,33 @@ def rows_from_logs(job: JobFile, where: str, logs: list[Path]) -> list[MeasuredS
     return rows
 
 
+def _comm_s(job: Replay, phase: str) -> float:
+    """The phase's exposed communication: datasheet seconds that no scale changes."""
+    if phase == "generation":
+        return 0.0
+    return (scoring_features if phase == "scoring" else training_features)(job)[1]
+
+
 def fit_scales(
     rows: list[MeasuredStep], shipped: Coefficients
 ) -> tuple[Coefficients, list[PhaseFit]]:
-    simulated = [simulate(replay(row), shipped) for row in rows]
+    jobs = [replay(row) for row in rows]
+    simulated = [simulate(job, shipped) for job in jobs]
     update, fits = {}, []
     for phase in PHASES:
-        pairs = [(r.measured(phase), s[phase]) for r, s in zip(rows, simulated, strict=True)]
-        pairs = [(m, p) for m, p in pairs if m is not None and p > 0]
-        if not pairs:
+        triples = [
+            (j.row.measured(phase), s[phase], _comm_s(j, phase))
+            for j, s in zip(jobs, simulated, strict=True)
+        ]
+        triples = [(m, p, c) for m, p, c in triples if m is not None and p > c]
+        if not triples:
             continue  # the logs lack this phase's timers: keep the shipped coefficients
-        ratio = np.array([p / m for m, p in pairs])
-        scale = float(ratio.sum() / (ratio**2).sum())  # least squares of scale * p / m - 1
-        measured, predicted = np.mean(pairs, axis=0)
-        fits.append(PhaseFit(phase, len(pairs), float(measured), float(predicted), scale))
+        ratio = np.array([(p - c) / m for m, p, c in triples])
+        rest = np.array([1 - c / m for m, p, c in triples])
+        # least squares of (scale * (p - c) + c) / m - 1
+        scale = float((ratio * rest).sum() / (ratio**2).sum())
+        measured, predicted, _ = np.mean(triples, axis=0)
+        fits.append(PhaseFit(phase, len(triples), float(measured), float(predicted), scale))
         update |= {name: getattr(shipped, name) * scale for name in SCALED[phase]}
     return shipped.model_copy(update=update), fits
 

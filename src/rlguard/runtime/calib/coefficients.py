@@ -16,7 +16,9 @@ model and GPU in runtime/hardware.py. The terms are the ones the measurements ca
   `switch_s_per_gb` per GB of weights each GPU holds;
 - scoring: `forward` x its FLOPs at peak (1 / MFU), plus per pass `pass_s_per_layer` per layer
   and `pass_s_per_gb` per GB of weights (offloaded weights brought back, layers gathered);
-- training: `train` x its FLOPs at peak, plus `update_s_per_layer` per layer per update.
+- training: `train` x its FLOPs at peak, plus `update_s_per_layer` per layer per update;
+- in both, the trainer layout's exposed communication at datasheet interconnect bandwidth
+  (runtime/comm.py: no coefficient), and a pipeline's bubble stretches the compute.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from rlguard.io import write_text
+from rlguard.runtime.comm import TrainLayout, comm_s_per_token
 from rlguard.runtime.datafile import build, read_mapping
 from rlguard.runtime.hardware import GB, GpuSpec, ModelSpec
 from rlguard.runtime.profiles import TimeProfile
@@ -75,20 +78,27 @@ def calibrated_profile(
     gpu: GpuSpec,
     tp: int,
     engine: Engine,
+    layout: TrainLayout,
     lora: bool = False,
 ) -> TimeProfile:
+    """`tp` is the rollout's tensor parallel; `layout` is the trainer's, for scoring and
+    training."""
     bandwidth, flops = tp * gpu.bandwidth, tp * gpu.bf16_flops
     launch = c.eager_s_per_layer if engine.enforce_eager else 0.0
     budget = engine.gpu_memory_utilization * gpu.memory_bytes
     kv_free = budget - model.weight_bytes / tp - ACTIVATION_RESERVE
+    forward, update = 2 * model.params, train_flops_per_token(model, lora)
+    stretch = layout.stretch()
     return TimeProfile(
         name=name,
         prefill_s_per_token=c.prefill * 2 * model.params / flops,
         decode_s_per_step=c.memory * model.weight_bytes / bandwidth + launch * model.layers,
         decode_s_per_seq=c.lora_s_per_seq_layer * model.layers * lora,
         decode_s_per_context_token=c.memory * model.kv_bytes_per_token / bandwidth,
-        score_s_per_token=c.forward * 2 * model.params / gpu.bf16_flops,
-        train_s_per_token=c.train * train_flops_per_token(model, lora) / gpu.bf16_flops,
+        score_s_per_token=c.forward * stretch * forward / gpu.bf16_flops
+        + comm_s_per_token(model, gpu, layout, forward, train=False, lora=lora),
+        train_s_per_token=c.train * stretch * update / gpu.bf16_flops
+        + comm_s_per_token(model, gpu, layout, update, train=True, lora=lora),
         cold_start_s=COLD_START_S + model.weight_bytes / LOAD_BYTES_PER_S,
         max_batch=engine.max_num_seqs,
         gpus_per_actor=tp,

@@ -49,6 +49,7 @@ class Features:
     switch: np.ndarray
     scoring: np.ndarray
     training: np.ndarray
+    comm: dict[str, float]  # per phase: seconds no coefficient scales
 
 
 def features(rows: Sequence[MeasuredStep]) -> list[Features]:
@@ -56,7 +57,10 @@ def features(rows: Sequence[MeasuredStep]) -> list[Features]:
     for row in rows:
         job = replay(row)
         actors, switch = generation_features(job)
-        out.append(Features(job, actors, switch, scoring_features(job), training_features(job)))
+        scoring, score_comm = scoring_features(job)
+        training, train_comm = training_features(job)
+        comm = {"scoring": score_comm, "training": train_comm}
+        out.append(Features(job, actors, switch, scoring, training, comm))
     return out
 
 
@@ -66,14 +70,20 @@ def _weights(rows: Sequence[MeasuredStep]) -> np.ndarray:
 
 
 def _solve(
-    a: np.ndarray, target: np.ndarray, weight: np.ndarray, names: tuple[str, ...]
+    a: np.ndarray,
+    target: np.ndarray,
+    weight: np.ndarray,
+    names: tuple[str, ...],
+    fixed: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Non-negative least squares on relative error, each coefficient at least its FLOOR."""
+    """Non-negative least squares on relative error, each coefficient at least its FLOOR; the
+    `fixed` seconds (communication) are part of each step's time but scaled by no coefficient."""
     if len(target) == 0:
         raise InputError(f"no measured step has a time to fit {names[0]}")
     floor = np.array([FLOOR.get(name, 0.0) for name in names])
     scale = weight / target
-    above, _ = nnls(a * scale[:, None], (target - a @ floor) * scale)
+    rest = target - a @ floor - (0.0 if fixed is None else fixed)
+    above, _ = nnls(a * scale[:, None], rest * scale)
     return floor + above
 
 
@@ -100,7 +110,8 @@ def _fit_phase(feats: list[Features], phase: str, names: tuple[str, ...]) -> np.
     used = [f for f in feats if f.row.measured(phase) is not None]
     a = np.array([getattr(f, phase) for f in used])
     target = np.array([f.row.measured(phase) for f in used])
-    return _solve(a, target, _weights([f.row for f in used]), names)
+    fixed = np.array([f.comm[phase] for f in used])
+    return _solve(a, target, _weights([f.row for f in used]), names, fixed)
 
 
 def fit(feats: list[Features]) -> Coefficients:
@@ -145,9 +156,10 @@ def run_errors(run: str, jobs: list[Replay], coefs: Coefficients) -> list[RunErr
 
 
 def leave_one_run_out(feats: list[Features]) -> list[RunError]:
-    """Each covered run simulated with the coefficients fitted to the others."""
+    """Each run simulated with the coefficients fitted to the others: a run out of the domain is
+    predicted like any other, though no fit ever uses it."""
     errors = []
-    for run in by_run(f.row for f in feats if not f.row.out_of_domain):
+    for run in by_run(f.row for f in feats):
         coefs = fit([f for f in feats if f.row.run != run])
         errors += run_errors(run, [f.job for f in feats if f.row.run == run], coefs)
     return errors

@@ -17,6 +17,7 @@ Example:
     response_clip_ratio: 0.002
     max_response_length: 1024
     engine: {enforce_eager: true, max_num_seqs: 1024, gpu_memory_utilization: 0.6}
+    trainer: {strategy: fsdp, micro_batch_per_gpu: 40, mini_batch_prompts: 256}
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rlguard.errors import InputError
 from rlguard.runtime.calib.coefficients import (
@@ -34,6 +35,7 @@ from rlguard.runtime.calib.coefficients import (
     load_coefficients,
 )
 from rlguard.runtime.calib.lengths import workload_from_stats
+from rlguard.runtime.comm import TrainerSettings, TrainLayout
 from rlguard.runtime.datafile import build, read_mapping
 from rlguard.runtime.hardware import gpu_spec, model_spec
 from rlguard.runtime.profiles import TimeProfile, load_profile
@@ -72,13 +74,25 @@ class JobFile(BaseModel):
     response_length_max: float | None = Field(None, gt=0)
     max_response_length: int = Field(gt=0)
     engine: EngineSettings = EngineSettings()
+    trainer: TrainerSettings = TrainerSettings()
     profile: str | None = Field(None, description="a profile file replacing the calibrated one")
     tau: float = Field(0.9, gt=0, le=1)
     lam: float = Field(0.5, ge=0, le=1)
 
+    @model_validator(mode="after")
+    def _whole_replicas(self) -> JobFile:
+        self.trainer.check(self.n_gpus)
+        return self
+
     def engine_settings(self) -> Engine:
         e = self.engine
         return Engine(e.enforce_eager, e.max_num_seqs, e.gpu_memory_utilization)
+
+    def layout(self) -> TrainLayout:
+        mean = self.prompt_length_mean + self.response_length_mean
+        return self.trainer.layout(
+            self.n_gpus, self.prompts_per_step, self.samples_per_prompt, mean
+        )
 
 
 def read_job(path: Path) -> JobFile:
@@ -132,6 +146,7 @@ def calibrated_job_profile(
         job.model,
         job.gpu,
         job.engine_settings(),
+        job.layout(),
         where,
         tp=job.rollout_tp,
         lora=job.lora_rank > 0,
@@ -143,13 +158,15 @@ def calibrated_for(
     model_key: str,
     gpu_key: str,
     engine: Engine,
+    layout: TrainLayout,
     where: str,
     tp: int | None = None,
     lora: bool = False,
     coefficients: Coefficients | None = None,
 ) -> TimeProfile:
-    """The calibrated profile of a catalog model on a catalog GPU under an engine, at tensor
-    parallel `tp` or the roofline's rule (the smallest that fits); `where` names errors."""
+    """The calibrated profile of a catalog model on a catalog GPU under a rollout engine and a
+    trainer layout, the rollout at tensor parallel `tp` or the roofline's rule (the smallest that
+    fits); `where` names errors."""
     model = model_spec(model_key, f"{where}: field 'model'")
     gpu = gpu_spec(gpu_key, f"{where}: field 'gpu'")
     assumed = Assumptions(gpu_memory_utilization=engine.gpu_memory_utilization)
@@ -161,5 +178,6 @@ def calibrated_for(
         gpu,
         tp,
         engine,
+        layout,
         lora=lora,
     )

@@ -3,7 +3,8 @@ statistics and settings (runtime/data/verl_steps.csv), each row with its source.
 
 One row is one logged training step of one run. Times are verl's own timers in seconds
 (`timing_s/...`); settings a run's source does not state are blank, and the models fill them with
-the defaults of the verl version the run used (see `Engine` in calib/coefficients.py).
+the defaults of the verl version the run used (see `Engine` in calib/coefficients.py) or, for the
+trainer's layout, with verl's GRPO example (`TrainerSettings` in runtime/comm.py).
 """
 
 from __future__ import annotations
@@ -14,9 +15,15 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rlguard.errors import InputError
+from rlguard.runtime.comm import (
+    EXAMPLE_MICRO_BATCH,
+    EXAMPLE_MINI_BATCH,
+    TrainerSettings,
+    TrainLayout,
+)
 from rlguard.runtime.datafile import build
 
 SHIPPED = files("rlguard.runtime") / "data" / "verl_steps.csv"
@@ -62,10 +69,15 @@ class MeasuredStep(BaseModel):
     step_s: float | None = Field(None, gt=0)
     mfu_actor: float | None = Field(None, gt=0, description="verl's perf/mfu/actor")
     actor_strategy: Literal["fsdp", "fsdp2", "megatron"] = "fsdp"
+    train_tp: int = Field(1, gt=0, description="Megatron tensor parallel of the actor")
+    train_pp: int = Field(1, gt=0, description="Megatron pipeline stages of the actor")
+    train_vpp: int = Field(1, gt=0, description="Megatron virtual stages per pipeline stage")
+    micro_batch_per_gpu: int = Field(EXAMPLE_MICRO_BATCH, gt=0, description="sequences")
+    mini_batch_prompts: int = Field(EXAMPLE_MINI_BATCH, gt=0, description="per optimizer step")
     param_offload: bool = False
     lora_rank: int = Field(0, ge=0)
     out_of_domain: str = Field(
-        "", description="why the fit leaves this run out (a term no other run could fit)"
+        "", description="why no fit uses this run (leave-one-run-out still predicts it)"
     )
     notes: str = ""
 
@@ -76,6 +88,26 @@ class MeasuredStep(BaseModel):
     @property
     def samples(self) -> int:
         return self.prompts_per_step * self.n_samples
+
+    @model_validator(mode="after")
+    def _whole_replicas(self) -> MeasuredStep:
+        self.trainer().check(self.n_gpus)
+        return self
+
+    def trainer(self) -> TrainerSettings:
+        return TrainerSettings(
+            strategy=self.actor_strategy,
+            tp=self.train_tp,
+            pp=self.train_pp,
+            vpp=self.train_vpp,
+            micro_batch_per_gpu=self.micro_batch_per_gpu,
+            mini_batch_prompts=self.mini_batch_prompts,
+        )
+
+    def layout(self) -> TrainLayout:
+        """The trainer's layout as the run's config logs it."""
+        mean = self.prompt_length_mean + self.response_length_mean
+        return self.trainer().layout(self.n_gpus, self.prompts_per_step, self.n_samples, mean)
 
     def tokens(self) -> float:
         """Prompt plus response tokens of the step's samples: what scoring and training process."""

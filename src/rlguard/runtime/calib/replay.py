@@ -22,6 +22,7 @@ from rlguard.runtime.calib.coefficients import (
 )
 from rlguard.runtime.calib.lengths import workload_from_stats
 from rlguard.runtime.calib.measured import MeasuredStep
+from rlguard.runtime.comm import comm_s_per_token
 from rlguard.runtime.hardware import GB, GpuSpec, ModelSpec, gpu_spec, model_spec
 from rlguard.runtime.pricing import Prices
 from rlguard.runtime.profiles import TimeProfile
@@ -83,7 +84,7 @@ class Replay:
         row = self.row
         lora = row.lora_rank > 0
         return calibrated_profile(
-            row.run, c, self.model, self.gpu, row.rollout_tp, self.engine, lora=lora
+            row.run, c, self.model, self.gpu, row.rollout_tp, self.engine, row.layout(), lora
         )
 
 
@@ -125,27 +126,30 @@ def generation_features(job: Replay) -> tuple[np.ndarray, np.ndarray]:
     return actors, np.array([1.0, model.weight_bytes / tp / GB])
 
 
-def scoring_features(job: Replay) -> np.ndarray:
-    """Scoring = this . SCORING: (forward FLOPs time at peak over all GPUs, pass-layers,
-    pass-GBs of weights)."""
-    passes = job.setup.scoring_passes()
-    flops = passes * job.batch.sequence_tokens() * 2 * job.model.params
-    model = job.model
-    return np.array(
-        [
-            flops / (job.row.n_gpus * job.gpu.bf16_flops),
-            passes * model.layers,
-            passes * model.weight_bytes / GB,
-        ]
+def scoring_features(job: Replay) -> tuple[np.ndarray, float]:
+    """Scoring = this . SCORING + the second value, the exposed communication (no coefficient
+    scales it): (forward FLOPs time at peak over all GPUs, stretched by a pipeline's bubble;
+    pass-layers; pass-GBs of weights)."""
+    passes, model, layout = job.setup.scoring_passes(), job.model, job.row.layout()
+    flops = 2 * model.params
+    tokens = passes * job.batch.sequence_tokens() / job.row.n_gpus  # each GPU's share
+    comm = comm_s_per_token(model, job.gpu, layout, flops, False, job.row.lora_rank > 0)
+    compute = tokens * layout.stretch() * flops / job.gpu.bf16_flops
+    return np.array([compute, passes * model.layers, passes * model.weight_bytes / GB]), (
+        tokens * comm
     )
 
 
-def training_features(job: Replay) -> np.ndarray:
-    """Training = this . TRAINING: (update FLOPs time at peak over all GPUs, update-layers)."""
-    updates = job.setup.training_passes()
-    per_token = train_flops_per_token(job.model, job.row.lora_rank > 0)
-    flops = updates * job.batch.sequence_tokens() * per_token
-    return np.array([flops / (job.row.n_gpus * job.gpu.bf16_flops), updates * job.model.layers])
+def training_features(job: Replay) -> tuple[np.ndarray, float]:
+    """Training = this . TRAINING + the exposed communication: (update FLOPs time at peak over
+    all GPUs, stretched by a pipeline's bubble; update-layers)."""
+    updates, model, layout = job.setup.training_passes(), job.model, job.row.layout()
+    lora = job.row.lora_rank > 0
+    flops = train_flops_per_token(model, lora)
+    tokens = updates * job.batch.sequence_tokens() / job.row.n_gpus
+    comm = comm_s_per_token(model, job.gpu, layout, flops, True, lora)
+    compute = tokens * layout.stretch() * flops / job.gpu.bf16_flops
+    return np.array([compute, updates * model.layers]), tokens * comm
 
 
 # Any positive coefficients give the same schedule; these make a valid counting profile.

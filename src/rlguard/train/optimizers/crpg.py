@@ -21,13 +21,14 @@ def crpg_weights(calibrated: Tensor, passed: Tensor, log_ratio: Tensor, kl_max: 
         return kl_factor * r_cr
 
 
-def crpg_loss(seq_logp: Tensor, weights: Tensor) -> Tensor:
+def crpg_loss(seq_logp: Tensor, weights: Tensor, baseline: Tensor | float | None = None) -> Tensor:
     """Scalar -(1/n) sum seq_logp_i * (w_i - mean w); its gradient is the CRPG update.
 
     seq_logp: [N] policy sequence log-probs (with grad); weights: [N] from `crpg_weights`, detached.
-    The batch mean of the weights is the baseline, so no critic is needed.
+    The batch mean of the weights is the baseline, so no critic is needed; a micro-batch of a
+    larger batch passes that batch's mean as `baseline`.
     """
     if seq_logp.numel() == 0:
         return seq_logp.sum() * 0.0
     w = weights.detach()
-    return -(seq_logp * (w - w.mean())).mean()
+    return -(seq_logp * (w - (w.mean() if baseline is None else baseline))).mean()

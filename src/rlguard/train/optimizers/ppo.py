@@ -7,6 +7,8 @@ position later, on the token after EOS), and the KL penalty is the k1 estimate l
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import Tensor
 
@@ -55,15 +57,24 @@ def gae(
         return advantages, (advantages + values) * mask
 
 
-def whiten(x: Tensor, mask: Tensor, shift_mean: bool = True, eps: float = 1e-8) -> Tensor:
+def whiten(
+    x: Tensor,
+    mask: Tensor,
+    shift_mean: bool = True,
+    eps: float = 1e-8,
+    allsum: Callable[[Tensor], Tensor] | None = None,
+) -> Tensor:
     """[B, T] x scaled by its masked mean and unbiased std, as TRL's `masked_whiten`; 0 at padding.
 
     shift_mean=False adds the mean back (TRL's choice for whitening rewards: scale only).
+    `allsum` sums a tensor over the processes that share the batch, so the moments are the whole
+    batch's when its rows are spread over data-parallel ranks.
     """
+    total = allsum or (lambda t: t)
     mask = mask.to(x.dtype)
-    mean = _masked_mean(x, mask)
-    count = mask.sum()
-    var = _masked_mean((x - mean) ** 2, mask) * count / (count - 1).clamp(min=1.0)
+    count = total(mask.sum())
+    mean = total((x * mask).sum()) / count.clamp(min=1.0)
+    var = total(((x - mean) ** 2 * mask).sum()) / (count - 1).clamp(min=1.0)
     out = (x - mean) * torch.rsqrt(var + eps)
     if not shift_mean:
         out = out + mean

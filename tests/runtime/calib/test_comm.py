@@ -1,0 +1,87 @@
+"""The trainer's communication, hand-computed on a toy model and GPU: ring volumes, Megatron's
+tensor-parallel all-reduces, its pipeline bubble and optimizer sync, and FSDP's gathers hidden
+behind compute."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlguard.runtime.comm import (
+    TrainerSettings,
+    TrainLayout,
+    comm_s_per_token,
+    pipeline_stretch,
+    ring_all_gather_s,
+    ring_all_reduce_s,
+)
+from rlguard.runtime.hardware import GPUS, GpuSpec, ModelSpec
+
+# 1e9 params (2 GB of bf16 weights), 2 layers, hidden 1000; links of 1 GB/s, 1 TFLOPS.
+TOY = ModelSpec("toy", 1e9, 2, 1, 64, 1000, 1000)
+LINK = GpuSpec("toy", 80e9, 1e12, 1e12, 1e9)
+
+
+def layout(strategy: str, n: int, tp: int = 1, pp: int = 1, **kw: int) -> TrainLayout:
+    """Micro-batches of 2 sequences of 500 tokens (1,000 tokens), 16 sequences a step."""
+    return TrainLayout(strategy, n, tp, pp, kw.get("vpp", 1), 2, kw.get("mini", 16), 500.0)
+
+
+def test_ring_collectives_move_their_textbook_volume() -> None:
+    # all-reduce 2(n-1)/n x S, all-gather (n-1)/n x S; one GPU moves nothing
+    assert ring_all_reduce_s(1e9, 4, 32e9) == pytest.approx(2 * 3 / 4 / 32)
+    assert ring_all_gather_s(1e9, 4, 32e9) == pytest.approx(3 / 4 / 32)
+    assert ring_all_reduce_s(1e9, 1, 32e9) == 0.0
+
+
+def test_megatron_tp_all_reduces_two_per_layer_forward_and_two_backward() -> None:
+    # one all-reduce of 2 x 1000 B over 2 GPUs: 2 x 1/2 x 2000 / 1e9 = 2 us, holding 2 GPUs
+    score = comm_s_per_token(TOY, LINK, layout("megatron", 2, tp=2), 0.0, False, False)
+    assert score == pytest.approx(2 * 2 * 2 * 2e-6)  # layers x all-reduces x GPUs x time
+    update = comm_s_per_token(TOY, LINK, layout("megatron", 2, tp=2), 0.0, True, True)
+    assert update == pytest.approx(2 * 4 * 2 * 2e-6)  # LoRA: no optimizer sync
+
+
+def test_the_pipeline_bubble_stretches_by_the_idle_share() -> None:
+    # p = 2 stages, m = 2 micro-batches: idle 1/3 of the time, 3/2 the work
+    assert pipeline_stretch(2, 1, 2) == pytest.approx(1.5)
+    assert pipeline_stretch(4, 2, 3) == pytest.approx((2 * 3 + 3) / (2 * 3))
+    assert pipeline_stretch(1, 1, 1) == 1.0
+    # 8 GPUs, TP 2 x PP 2: 2 replicas; 16 sequences / 2 replicas / 2 a micro-batch = 4
+    assert layout("megatron", 8, tp=2, pp=2).stretch() == pytest.approx(5 / 4)
+    assert layout("fsdp", 8).stretch() == 1.0
+
+
+def test_megatron_syncs_its_sharded_optimizer_once_a_step() -> None:
+    # share 1e9 / (2 x 2); over 2 replicas: fp32 gradients 1/2 x 1e9 B, bf16 weights 1/2 x 5e8 B
+    sync = 0.5 + 0.25
+    per_token = sync * 8 / (16 * 500)  # 8 GPUs held, 16 sequences of 500 tokens a step
+    tp = 2 * 4 * 2 * 2e-6 * 5 / 4  # the TP all-reduces, stretched by the bubble
+    got = comm_s_per_token(TOY, LINK, layout("megatron", 8, tp=2, pp=2), 0.0, True, False)
+    assert got == pytest.approx(tp + per_token)
+
+
+def test_fsdp_shows_only_the_gather_its_compute_does_not_hide() -> None:
+    # 4 GPUs gather 3/4 x 2 GB at 1 GB/s: 1.5 s a micro-batch of 1,000 tokens
+    fsdp = layout("fsdp", 4)
+    assert comm_s_per_token(TOY, LINK, fsdp, 0.0, False, False) == pytest.approx(1.5e-3)
+    # 1 GFLOP a token at 1 TFLOPS: 1 s of compute hides 1 s of it
+    assert comm_s_per_token(TOY, LINK, fsdp, 1e9, False, False) == pytest.approx(0.5e-3)
+    # an update gathers twice and reduce-scatters fp32 gradients: 1.5 + 1.5 + 3/4 x 4 = 6 s
+    assert comm_s_per_token(TOY, LINK, fsdp, 5e9, True, False) == pytest.approx(1e-3)
+    assert comm_s_per_token(TOY, LINK, fsdp, 6e9, True, False) == 0.0
+    assert comm_s_per_token(TOY, LINK, fsdp, 2e9, True, True) == pytest.approx(1e-3)  # LoRA
+    assert comm_s_per_token(TOY, LINK, layout("fsdp", 1), 0.0, True, False) == 0.0
+
+
+def test_settings_make_a_layout_of_the_step() -> None:
+    megatron = TrainerSettings(strategy="megatron", tp=4, pp=2, vpp=2, micro_batch_per_gpu=4)
+    got = megatron.layout(16, prompts=1024, samples=5, tokens=360.0)
+    assert (got.strategy, got.dp, got.mini_batch, got.micro_batch) == ("megatron", 2, 1280, 4)
+    assert TrainerSettings(strategy="fsdp2").layout(8, 64, 5, 300.0).mini_batch == 64 * 5
+    with pytest.raises(ValueError, match="does not divide 6 GPUs"):
+        megatron.check(6)
+
+
+def test_pcie_gpus_have_no_nvlink() -> None:
+    assert GPUS["l20"].interconnect == GPUS["l40s"].interconnect == 32e9
+    assert min(g.interconnect for k, g in GPUS.items() if k not in ("l20", "l40s")) >= 200e9

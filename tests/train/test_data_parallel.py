@@ -1,0 +1,149 @@
+"""Data parallelism over 2 gloo processes on this CPU machine, launched through accelerate: the
+same global batch takes the same update as in one process, for every optimizer; a 2-process run
+(`rlguard train --nproc 2`) writes its checkpoints, eval events and metrics once, and resumed from
+its checkpoint continues exactly."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from dp_worker import OPTIMIZERS, one_step
+from safetensors.torch import load_file
+
+import rlguard
+from fixed_world import MIXED_ROWS, write_world
+from rlguard.cli.train import launch
+from rlguard.train.distributed import DataParallel
+from tiny_models import tiny_causal_lm, tiny_tokenizer
+
+pytestmark = pytest.mark.slow
+
+TESTS = Path(__file__).parents[1]
+SRC = Path(rlguard.__file__).parents[1]
+
+
+@pytest.fixture
+def cpu_processes(monkeypatch):
+    """Launched processes import these sources and use the CPU, one thread each."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(SRC), str(TESTS)]))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+
+
+def test_shards_are_consecutive_and_cover_the_batch(monkeypatch):
+    rows = list(range(7))
+    shards = []
+    for rank in range(3):
+        processes = DataParallel(torch.device("cpu"))
+        processes.rank, processes.size = rank, 3
+        shards.append(processes.shard(rows))
+    assert shards == [[0, 1], [2, 3, 4], [5, 6]]
+
+
+def test_two_processes_take_the_one_process_update(tmp_path, cpu_processes):
+    world = write_world(tmp_path, MIXED_ROWS)
+    out = tmp_path / "dp"
+    out.mkdir()
+    assert launch(2, [str(TESTS / "train" / "dp_worker.py"), str(tmp_path), str(out)]) == 0
+    for optimizer in OPTIMIZERS:
+        grads, metrics = one_step(world, optimizer)
+        ranks = [torch.load(out / f"{optimizer}-{r}.pt") for r in range(2)]
+        assert [r["processes"] for r in ranks] == ["2", "2"]
+        for name, grad in grads.items():
+            for rank in ranks:  # every process holds the summed gradient
+                torch.testing.assert_close(rank["grads"][name], grad, rtol=1e-5, atol=2e-6)
+        for key, value in metrics.items():  # the whole batch's, as one process logs them
+            assert ranks[0]["metrics"][key] == pytest.approx(value, rel=1e-5, abs=1e-6), key
+
+
+def write_run(tmp_path: Path) -> Path:
+    """A policy on disk, prompts, and a two-task config (CRPG with a_bar sampled from the
+    reference, PPO with its critic)."""
+    tokenizer = tiny_tokenizer()
+    policy = tmp_path / "policy"
+    tiny_causal_lm(tokenizer).save_pretrained(policy)
+    tokenizer.save_pretrained(policy)
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text("".join(json.dumps(r) + "\n" for r in MIXED_ROWS))
+    common = {
+        "baseline": "reference",  # CRPG's a_bar: sampled, once per prompt, by every process
+        "prompts": str(prompts),
+        "reward": {"function": "rlguard.train.toy:proxy_reward"},
+        "judges": ["math"],
+        "max_new_tokens": 8,
+    }
+    config = {
+        "policy": {"path": str(policy)},
+        "tasks": [
+            {
+                "name": "crpg",
+                "optimizer": "crpg",
+                "k": 3,
+                "batch_size": 4,
+                "baseline": "reference",
+                **common,
+            },
+            {"name": "ppo", "optimizer": "ppo", "k": 2, "batch_size": 2, **common},
+        ],
+        "learning_rate": 1e-3,
+        "save_every": 2,
+        "eval_every": 2,
+        "eval_prompts": 4,
+        "tensorboard": False,
+    }
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def train(config: Path, out: Path, steps: int) -> dict:
+    raw = yaml.safe_load(config.read_text())
+    run = out.parent / f"{out.name}-{steps}.yaml"
+    run.write_text(yaml.safe_dump({**raw, "output_dir": str(out), "steps": steps}))
+    command = [sys.executable, "-m", "rlguard.cli", "train", str(run), "--nproc", "2"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-4000:]
+    summaries = [line for line in result.stdout.splitlines() if line.startswith("{")]
+    assert len(summaries) == 1  # printed once, by the main process
+    summary = json.loads(summaries[0])
+    assert summary["processes"] == 2 and summary["steps"] == steps
+    return summary
+
+
+def test_a_two_process_run_resumes_exactly(tmp_path, cpu_processes):
+    config = write_run(tmp_path)
+    train(config, tmp_path / "straight", steps=4)
+    train(config, tmp_path / "resumed", steps=2)  # stops at a checkpoint, then goes on
+    assert train(config, tmp_path / "resumed", steps=4)["resumed_from"] == 2
+    final = {}
+    for run in ("straight", "resumed"):
+        step4 = tmp_path / run / "checkpoints" / "step-000004"
+        final[run] = {
+            name: load_file(step4 / f"{name}.safetensors") for name in ("policy", "critic")
+        }
+        final[run]["optimizer"] = torch.load(step4 / "optimizer.pt")["state"]
+        rows = [
+            json.loads(line) for line in (tmp_path / run / "metrics.jsonl").read_text().splitlines()
+        ]
+        assert [r["step"] for r in rows if "grad_norm" in r] == [1, 2, 3, 4]  # logged once
+        events = (tmp_path / run / "eval_events.jsonl").read_text().splitlines()
+        final[run]["events"] = [
+            (e["step"], e["score"], e["proxy"]) for e in map(json.loads, events)
+        ]
+    assert [e[0] for e in final["straight"]["events"]] == [0, 2, 4]  # evaluated once
+    assert final["resumed"]["events"] == final["straight"]["events"]
+    for name in ("policy", "critic"):
+        for key, tensor in final["straight"][name].items():
+            torch.testing.assert_close(final["resumed"][name][key], tensor, rtol=0, atol=0)
+    for index, state in final["straight"]["optimizer"].items():
+        for key, tensor in state.items():
+            torch.testing.assert_close(
+                final["resumed"]["optimizer"][index][key], tensor, rtol=0, atol=0
+            )
