@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from rlguard.cli.options import names, per_base, validated
@@ -190,38 +193,43 @@ def simulate(
 
 
 def bench_simulate(
-    jobs: Annotated[int, typer.Option(min=1, help="jobs to simulate")] = 20000,
+    jobs: Annotated[int, typer.Option(min=1, help="jobs to simulate (paper scenario)")] = 20000,
     gpus: Annotated[int, typer.Option(help="cluster GPUs, nodes of 8")] = 6400,
+    load: Annotated[float, typer.Option(help="offered load (paper scenario)")] = 0.9,
+    trace: Annotated[
+        Path | None, typer.Option(help="replay this CSV trace (Tiresias layout) instead")
+    ] = None,
     base: Annotated[str, typer.Option(help="base scheduler")] = "srtf-est",
     rule: Annotated[str, typer.Option(help="stop rule")] = "evalstop",
     seed: int = 0,
 ) -> None:
-    """Time one simulation of a large paper-style workload; prints JSON."""
-    from rlguard.cluster.engine import Engine
-    from rlguard.cluster.scheduler import Scheduler
-    from rlguard.cluster.workload import paper_workload
+    """Time one streamed simulation of a large workload, end to end; prints JSON.
+
+    Jobs are generated (or read from --trace) in blocks as the simulation needs them, so a
+    million-job month of a large cluster runs in a few hundred MB.
+    """
+    from rlguard.cluster.experiments.scale import timed_run
 
     names(base, list(BASES), "--base", allow_many=False)
     names(rule, list(RULES), "--rule", allow_many=False)
-    cfg = validated(ScenarioConfig, gpus=gpus, n_jobs=jobs)
-    t0 = time.perf_counter()
-    workload = paper_workload(cfg, seed)
-    t1 = time.perf_counter()
-    result = Engine(workload, Scheduler(BASES[base](), RULES[rule](RuleParams())), gpus=gpus).run()
-    wall = time.perf_counter() - t1
-    print(
-        json.dumps(
-            {
-                "jobs": jobs,
-                "gpus": gpus,
-                "base": base,
-                "rule": rule,
-                "seed": seed,
-                "generate_s": round(t1 - t0, 3),
-                "wall_s": round(wall, 3),
-                "jobs_per_s": round(jobs / wall, 1),
-                "events": result.events,
-                "events_per_s": round(result.events / wall, 1),
-            }
+    cfg = validated(ScenarioConfig, gpus=gpus, n_jobs=jobs, load=load)
+    console = Console(stderr=True)
+    with Progress(
+        TextColumn("[bold]jobs in"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not console.is_terminal,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("jobs", total=None if trace else jobs)
+        report = timed_run(
+            cfg,
+            base=base,
+            rule=rule,
+            seed=seed,
+            trace=None if trace is None else str(trace),
+            progress=lambda n: bar.advance(task, n),
         )
-    )
+    print(json.dumps({"command": shlex.join(["rlguard", *sys.argv[1:]]), **report}))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from rlguard.cluster.engine import RunResult
-from rlguard.cluster.jobs import JobKind, Workload
+from rlguard.cluster.jobs import Workload
 
 HOUR = 3600.0
 
@@ -20,29 +20,32 @@ def _ratio(num: float, den: float) -> float | None:
     return num / den if den else None
 
 
-def summarize(result: RunResult, workload: Workload) -> dict[str, float | int | None]:
-    specs, truths = workload.specs, workload.truths
-    rlhf = np.array([s.kind is JobKind.RLHF for s in specs])
-    hacking = np.array([t.hacking for t in truths]) & rlhf
+def summarize(result: RunResult, workload: Workload | None = None) -> dict[str, float | int | None]:
+    """Score a run. The run record carries what is needed of each job's spec and truth, so a
+    streamed run needs nothing else; a materialized `workload`, when given, is checked to be the
+    one that was run."""
+    if workload is not None and len(workload.specs) != len(result.finish_s):
+        raise ValueError(
+            f"the run has {len(result.finish_s)} jobs, the workload {len(workload.specs)}"
+        )
+    rlhf = result.rlhf
+    hacking = result.hacking & rlhf
     stopped = result.stopped & rlhf
     tp = int((stopped & hacking).sum())
     fp = int((stopped & ~hacking).sum())
     fn = int((~stopped & hacking).sum())
     healthy = int((rlhf & ~hacking).sum())
 
-    gpus = np.array([s.gpus for s in specs], dtype=float)
-    submit = np.array([s.submit_s for s in specs])
+    gpus = result.gpus.astype(float)
+    submit = result.submit_s
     jct = (result.finish_s - submit) / HOUR
     makespan = (np.nanmax(result.finish_s) - submit.min()) / HOUR
     busy = float((gpus * result.executed_s).sum()) / HOUR
     wasted = gpus * (result.executed_s - result.delivered_executed_s) / HOUR
-    delivered = np.array(
-        [t.true_scores[i] for t, i in zip(truths, result.delivered_eval, strict=True)]
-    )
-    peak = np.array([t.peak_score for t in truths])
-    regret = peak - delivered
+    delivered = result.delivered_score
+    regret = result.peak_score - delivered
     return {
-        "jobs": len(specs),
+        "jobs": len(submit),
         "rlhf_jobs": int(rlhf.sum()),
         "hacking_jobs": int(hacking.sum()),
         "stopped": int(result.stopped.sum()),

@@ -1,18 +1,24 @@
-"""Workloads: the "paper" scenario generator and the per-job overlay shared with trace replay.
+"""Workloads: the "paper" scenario generator (materialized or streamed) and its knobs.
+
+Per-job overlays (kinds, estimates, curves, noise) are drawn by rlguard.cluster.overlay, shared
+with trace replay.
 
 Every modelling choice here is documented, with its source or reasoning, in docs/cluster.md.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from rlguard.cluster import overlay
+from rlguard.cluster.blocks import JobStream
 from rlguard.cluster.curve_file import read_curves
-from rlguard.cluster.curves import GaoCurve, MeasuredCurve, SaturatingCurve
-from rlguard.cluster.jobs import JobKind, JobSpec, JobTruth, RlhfCurve, Workload
+from rlguard.cluster.curves import MeasuredCurve
+from rlguard.cluster.jobs import Workload
 from rlguard.errors import InputError
 
 Range = tuple[float, float]
@@ -113,62 +119,6 @@ def measured_pool(cfg: ScenarioConfig) -> MeasuredPool | None:
     return pool
 
 
-def sample_kind(rng: np.random.Generator, rlhf_fraction: float) -> JobKind:
-    if rng.random() < rlhf_fraction:
-        return JobKind.RLHF
-    return JobKind.LORA_SFT if rng.random() < 0.5 else JobKind.DPO
-
-
-def gao_curve(rng: np.random.Generator, cfg: ScenarioConfig, s0: float, gain: float) -> GaoCurve:
-    """A synthetic RLHF curve: hacking w.p. `hacking_fraction`, reaching past its peak if so."""
-    beta = rng.uniform(*cfg.beta)
-    d_star = np.exp(cfg.alpha / beta - 1.0)
-    hacks = rng.random() < cfg.hacking_fraction
-    reach = rng.uniform(*(cfg.hacking_reach if hacks else cfg.healthy_reach))
-    return GaoCurve(cfg.alpha, beta, reach * d_star, s0, gain)
-
-
-def make_job(
-    rng: np.random.Generator,
-    cfg: ScenarioConfig,
-    *,
-    job_id: str,
-    kind: JobKind,
-    gpus: int,
-    submit_s: float,
-    duration_s: float,
-    measured: MeasuredPool | None = None,
-) -> tuple[JobSpec, JobTruth]:
-    """Overlay a job's estimate, eval cadence and curves on its size and arrival.
-
-    An RLHF job replays a curve from `measured` when given, else follows a Gao curve.
-    """
-    n_evals = int(rng.integers(cfg.evals_per_job[0], cfg.evals_per_job[1] + 1))
-    estimate = duration_s * float(np.exp(rng.normal(0.0, cfg.estimate_sigma)))
-    loss_start = rng.uniform(1.5, 3.0)
-    loss = SaturatingCurve(loss_start, loss_start * rng.uniform(0.3, 0.6), rng.uniform(0.1, 0.5))
-    s0, gain = rng.uniform(*cfg.start_score), rng.uniform(*cfg.peak_gain)
-    proxy_slope = None
-    if kind is JobKind.RLHF:
-        if measured is None:
-            curve: RlhfCurve | SaturatingCurve = gao_curve(rng, cfg, s0, gain)
-        else:
-            curve = measured.draw(rng, cfg.hacking_fraction)
-        proxy_slope = rng.uniform(0.5, 1.5)
-    else:
-        curve = SaturatingCurve(s0, s0 + gain, rng.uniform(0.15, 0.4))
-    truth = JobTruth(
-        duration_s=duration_s,
-        eval_curve=curve,
-        loss_curve=loss,
-        eval_noise=rng.normal(0.0, cfg.noise, n_evals) if cfg.noise else np.zeros(n_evals),
-        loss_noise=rng.normal(0.0, 0.005, n_evals),
-        proxy_slope=proxy_slope,
-    )
-    spec = JobSpec(job_id, kind, gpus, submit_s, estimate, n_evals)
-    return spec, truth
-
-
 def philly_sizes(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
     """GPU counts and durations (s): 60 * 10^U(1.5, 3) w.p. 0.8, else 60 * 10^U(3, 4)."""
     gpus = rng.choice(PHILLY_GPUS, p=PHILLY_GPU_P, size=n)
@@ -177,27 +127,48 @@ def philly_sizes(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarr
     return gpus, 60.0 * 10.0**exponent
 
 
-def paper_workload(cfg: ScenarioConfig, seed: int) -> Workload:
-    """The paper's platform: Philly-like sizes, Poisson arrivals at the offered load."""
+def _paper_jobs(
+    cfg: ScenarioConfig, seed: int, pool: MeasuredPool | None, block: int
+) -> Iterator[tuple[overlay.Overlay, dict]]:
+    """The paper scenario, a block at a time: each block's overlay and its sizes and arrivals."""
     rng = np.random.default_rng(seed)
     gpus, duration = philly_sizes(rng, cfg.n_jobs)
     gpus = np.minimum(gpus, cfg.gpus)
     rate = cfg.load * cfg.gpus / float(np.mean(gpus * duration))
     gaps = rng.exponential(1.0 / rate, cfg.n_jobs)
     submit = np.cumsum(gaps) - gaps[0]
-    measured = measured_pool(cfg)
-    specs, truths = [], []
-    for i in range(cfg.n_jobs):
-        spec, truth = make_job(
-            rng,
-            cfg,
-            job_id=f"job-{i}",
-            kind=sample_kind(rng, cfg.rlhf_fraction),
-            gpus=int(gpus[i]),
-            submit_s=float(submit[i]),
-            duration_s=float(duration[i]),
-            measured=measured,
-        )
-        specs.append(spec)
-        truths.append(truth)
-    return Workload(specs, truths, name=f"paper-seed{seed}")
+    for lo in range(0, cfg.n_jobs, block):
+        hi = min(lo + block, cfg.n_jobs)
+        columns = {
+            "job_ids": [f"job-{i}" for i in range(lo, hi)],
+            "gpus": gpus[lo:hi],
+            "submit_s": submit[lo:hi],
+            "duration_s": duration[lo:hi],
+        }
+        yield overlay.draw(rng, cfg, hi - lo, pool), columns
+
+
+def paper_stream(cfg: ScenarioConfig, seed: int, block: int = 4096) -> JobStream:
+    """The paper's platform as a stream of `block`-job blocks, generated as the engine pulls them.
+
+    The same jobs as `paper_workload(cfg, seed)`, whatever the block size.
+    """
+    pool = measured_pool(cfg)
+    blocks = (
+        overlay.block(ov, cfg, pool, **columns)
+        for ov, columns in _paper_jobs(cfg, seed, pool, block)
+    )
+    return JobStream(blocks, cfg.n_jobs, cfg.evals_per_job[1], name=f"paper-seed{seed}")
+
+
+def paper_workload(cfg: ScenarioConfig, seed: int) -> Workload:
+    """The paper's platform: Philly-like sizes, Poisson arrivals at the offered load."""
+    pool = measured_pool(cfg)
+    jobs = [
+        job
+        for ov, columns in _paper_jobs(cfg, seed, pool, block=4096)
+        for job in overlay.jobs(ov, cfg, pool, **columns)
+    ]
+    return Workload(
+        [spec for spec, _ in jobs], [truth for _, truth in jobs], name=f"paper-seed{seed}"
+    )
