@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from dp_worker import OPTIMIZERS, one_step
+from dp_worker import MICRO_BATCH_SIZES, OPTIMIZERS, one_step
 from safetensors.torch import load_file
 
 import rlguard
@@ -48,13 +48,14 @@ def test_shards_are_consecutive_and_cover_the_batch(monkeypatch):
 
 
 def test_two_processes_take_the_one_process_update(tmp_path, cpu_processes):
+    """With and without micro-batches in the processes: the whole batch's update either way."""
     world = write_world(tmp_path, MIXED_ROWS)
     out = tmp_path / "dp"
     out.mkdir()
     assert launch(2, [str(TESTS / "train" / "dp_worker.py"), str(tmp_path), str(out)]) == 0
-    for optimizer in OPTIMIZERS:
+    for optimizer, size in [(o, s) for o in OPTIMIZERS for s in MICRO_BATCH_SIZES]:
         grads, metrics = one_step(world, optimizer)
-        ranks = [torch.load(out / f"{optimizer}-{r}.pt") for r in range(2)]
+        ranks = [torch.load(out / f"{optimizer}-{size}-{r}.pt") for r in range(2)]
         assert [r["processes"] for r in ranks] == ["2", "2"]
         for name, grad in grads.items():
             for rank in ranks:  # every process holds the summed gradient

@@ -140,6 +140,8 @@ class Objective:
         tokenizer: PreTrainedTokenizerBase,
         allsum: AllSum,
     ) -> Plan:
+        """Everything that depends on the whole batch, without grad; `allsum` sums a tensor over
+        the processes that hold parts of the batch."""
         raise NotImplementedError
 
     def loss(
