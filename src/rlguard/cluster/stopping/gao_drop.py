@@ -62,9 +62,7 @@ class GaoDrop(StopRule):
         return History()
 
     def decide(self, state: History, event: EvalEvent) -> Decision:
-        state.progress.append(event.progress)
-        state.scores.append(event.score)
-        n = len(state.scores)
+        n = state.add(event)
         if n < self.warmup:
             return CONTINUE
         progress, scores = np.asarray(state.progress), np.asarray(state.scores)

@@ -33,6 +33,12 @@ class History:
     progress: list[float] = field(default_factory=list)
     scores: list[float] = field(default_factory=list)
 
+    def add(self, event: EvalEvent) -> int:
+        """Record the eval; returns how many the job has had."""
+        self.progress.append(event.progress)
+        self.scores.append(event.score)
+        return len(self.scores)
+
 
 class GaoTrend(StopRule):
     name = "gao-trend"
@@ -53,9 +59,7 @@ class GaoTrend(StopRule):
         return History()
 
     def decide(self, state: History, event: EvalEvent) -> Decision:
-        state.progress.append(event.progress)
-        state.scores.append(event.score)
-        n = len(state.scores)
+        n = state.add(event)
         if n < self.warmup:
             return CONTINUE
         t = slope_t_statistic(np.asarray(state.progress), np.asarray(state.scores))
