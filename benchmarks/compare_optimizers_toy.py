@@ -6,6 +6,7 @@ reward). CGPO's optimizers see the judges; GRPO and PPO optimize the proxy alone
 each run's eval score (judges' pass rate on held-out prompts) and proxy at every evaluation.
 
     python benchmarks/compare_optimizers_toy.py --out benchmarks/results/optimizers_toy.json
+    python benchmarks/compare_optimizers_toy.py --seeds 5 --optimizers crpg --out FILE  # seeds
 """
 
 from __future__ import annotations
@@ -30,15 +31,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument(
+        "--optimizers",
+        default=",".join(OPTIMIZERS),
+        help="a comma list of " + ", ".join(OPTIMIZERS),
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
+    optimizers = args.optimizers.split(",")
+    if unknown := set(optimizers) - set(OPTIMIZERS):
+        parser.error(f"--optimizers: unknown {', '.join(sorted(unknown))}")
     torch.set_num_threads(1)
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(args.seeds):
             root = Path(tmp) / f"seed{seed}"
             policy = sft_toy(root, seed=seed)
-            for optimizer in OPTIMIZERS:
+            for optimizer in optimizers:
                 config = toy_config(
                     root,
                     policy,
@@ -65,7 +74,7 @@ def main() -> None:
                 )
                 print(optimizer, seed, runs[-1]["score"], flush=True)
     summary = {}
-    for optimizer in OPTIMIZERS:
+    for optimizer in optimizers:
         mine = [r for r in runs if r["optimizer"] == optimizer]
         summary[optimizer] = {
             "score_start": statistics.mean(r["score"][0] for r in mine),

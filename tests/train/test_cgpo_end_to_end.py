@@ -85,6 +85,28 @@ def test_an_interrupted_run_resumes_to_the_same_weights(toy, monkeypatch):
     assert scores("resumed") == scores("straight")
 
 
+def test_a_run_that_died_before_its_first_checkpoint_starts_over_once(toy, monkeypatch):
+    """Its step-0 eval is run again: the earlier attempt's records go, not doubled."""
+    root, policy = toy
+    config = toy_config(root, policy, "restarted", steps=3, save_every=3, eval_every=3)
+    original = CGPOTrainer.training_step
+
+    def crashing(self, step):
+        if step == 2:
+            raise KeyboardInterrupt
+        return original(self, step)
+
+    monkeypatch.setattr(CGPOTrainer, "training_step", crashing)
+    with pytest.raises(KeyboardInterrupt):
+        CGPOTrainer(config, progress=False).train()
+    assert [e["step"] for e in events(root / "restarted")] == [0]
+    monkeypatch.setattr(CGPOTrainer, "training_step", original)
+    assert CGPOTrainer(config, progress=False).train()["resumed_from"] == 0
+    assert [e["step"] for e in events(root / "restarted")] == [0, 3]
+    rows = (root / "restarted" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(r)["step"] for r in rows] == [0, 1, 2, 3, 3]  # evals at 0 and 3
+
+
 def test_an_eval_hook_stops_the_run_and_keeps_its_checkpoint(toy):
     root, policy = toy
     config = toy_config(root, policy, "stopped", steps=9, eval_every=3, save_every=100)

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,7 @@ import rlguard
 from fixed_world import MIXED_ROWS, write_world
 from rlguard.cli.train import launch
 from rlguard.train.distributed import DataParallel
+from rlguard.train.preemption import PREEMPTED_EXIT
 from tiny_models import tiny_causal_lm, tiny_tokenizer
 
 pytestmark = pytest.mark.slow
@@ -104,11 +107,16 @@ def write_run(tmp_path: Path) -> Path:
     return path
 
 
-def train(config: Path, out: Path, steps: int) -> dict:
+def train_command(config: Path, out: Path, steps: int) -> list[str]:
+    """`rlguard train --nproc 2` on `config` with its output in `out`, for `steps` steps."""
     raw = yaml.safe_load(config.read_text())
     run = out.parent / f"{out.name}-{steps}.yaml"
     run.write_text(yaml.safe_dump({**raw, "output_dir": str(out), "steps": steps}))
-    command = [sys.executable, "-m", "rlguard.cli", "train", str(run), "--nproc", "2"]
+    return [sys.executable, "-m", "rlguard.cli", "train", str(run), "--nproc", "2"]
+
+
+def train(config: Path, out: Path, steps: int) -> dict:
+    command = train_command(config, out, steps)
     result = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-4000:]
     summaries = [line for line in result.stdout.splitlines() if line.startswith("{")]
@@ -148,3 +156,24 @@ def test_a_two_process_run_resumes_exactly(tmp_path, cpu_processes):
             torch.testing.assert_close(
                 final["resumed"]["optimizer"][index][key], tensor, rtol=0, atol=0
             )
+
+
+def test_a_preempted_two_process_run_exits_as_preempted(tmp_path, cpu_processes):
+    """SIGTERM to the run's process group (how the platform preempts): the processes checkpoint
+    and the launcher exits 143, not torchrun's 1, so the platform requeues the job."""
+    out = tmp_path / "preempted"
+    command = train_command(write_run(tmp_path), out, steps=200)
+    run = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    metrics = out / "metrics.jsonl"
+    deadline = time.monotonic() + 600
+    while not (metrics.exists() and "grad_norm" in metrics.read_text()):
+        assert run.poll() is None and time.monotonic() < deadline, run.communicate()[1][-4000:]
+        time.sleep(0.5)
+    os.killpg(run.pid, signal.SIGTERM)
+    stdout, stderr = run.communicate(timeout=300)
+    assert run.returncode == PREEMPTED_EXIT, stderr[-4000:]
+    summary = json.loads(next(line for line in stdout.splitlines() if line.startswith("{")))
+    assert summary["preempted"] and summary["steps"] < 200
+    assert (out / "checkpoints" / f"step-{summary['steps']:06d}").is_dir()

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -34,10 +36,18 @@ def stop_rule_hook(rule: StopRule) -> Callable[[dict[str, Any]], str | None]:
     return hook
 
 
+EXIT_FILE = "RLGUARD_EXIT_FILE"  # where a launched main process leaves the code it exits with
+
+
 def launch(nproc: int, program: list[str]) -> int:
     """`python PROGRAM` in `nproc` processes through accelerate's torchrun launcher (one per GPU,
     or gloo processes on a CPU machine), on a free port so runs side by side do not meet; the
-    exit code."""
+    exit code.
+
+    torchrun reports any failed process as 1, so a preempted run's 143 would read as a crash: the
+    main process leaves its own exit code in EXIT_FILE and that is returned instead. A SIGTERM
+    to the process group (how the platform preempts) is left to the processes, which checkpoint
+    and exit; this one waits for them rather than dying first."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -48,7 +58,20 @@ def launch(nproc: int, program: list[str]) -> int:
         *("--mixed_precision", "no", "--dynamo_backend", "no"),  # the config's own field rules
         *program,
     ]
-    return subprocess.call(command)
+    with tempfile.TemporaryDirectory() as scratch:
+        exit_file = Path(scratch) / "exit"
+        previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+        try:
+            code = subprocess.call(command, env={**os.environ, EXIT_FILE: str(exit_file)})
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        return int(exit_file.read_text()) if code and exit_file.exists() else code
+
+
+def leave_exit_code(code: int) -> None:
+    """Under `launch`, tell it the code this (main) process exits with."""
+    if EXIT_FILE in os.environ:
+        Path(os.environ[EXIT_FILE]).write_text(str(code))
 
 
 def train(
@@ -94,6 +117,8 @@ def train(
         if trainer.processes.main:
             print(json.dumps(summary))
         if summary["preempted"]:
+            if trainer.processes.main:
+                leave_exit_code(PREEMPTED_EXIT)
             raise typer.Exit(PREEMPTED_EXIT)  # checkpointed: "resume me", not "done"
         return
     from rlguard.train.offline import run_dpo, run_reward_model, run_sft

@@ -20,6 +20,9 @@ def _step(line: str) -> int | None:
         return None  # a line torn by a crash mid-write
 
 
+FRESH = -1  # the step to truncate after when a run starts over: keeps no row
+
+
 def truncate_after(path: Path, step: int) -> None:
     """Keep only whole rows up to `step`."""
     if not path.is_file():

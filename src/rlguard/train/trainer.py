@@ -28,7 +28,7 @@ from rlguard.train.config import CGPOConfig
 from rlguard.train.devices import resolve
 from rlguard.train.distributed import DataParallel
 from rlguard.train.evaluation import evaluate
-from rlguard.train.metrics_log import MetricsLog, truncate_after
+from rlguard.train.metrics_log import FRESH, MetricsLog, truncate_after
 from rlguard.train.models import (
     Reference,
     add_lora,
@@ -343,9 +343,13 @@ class CGPOTrainer:
 
     def _resume(self) -> int:
         """Every process loads the newest checkpoint; the main one also trims the eval events
-        past it and replays them to the stop rule."""
+        past it and replays them to the stop rule. Without one, the run starts over, and the
+        records of an attempt that died before its first checkpoint go (step 0 is evaluated
+        again)."""
         found = checkpoint.checkpoints(self.output_dir / "checkpoints")
         if not found:
+            if self.processes.main:
+                truncate_after(self.output_dir / "eval_events.jsonl", FRESH)
             return 0
         step, path = found[-1]
         state = checkpoint.load_checkpoint(
@@ -406,9 +410,8 @@ class CGPOTrainer:
         main = self.processes.main
         self.output_dir.mkdir(parents=True, exist_ok=True)
         start = self._resume()
-        log = (
-            MetricsLog(self.output_dir, self.args.tensorboard, resume_step=start) if main else None
-        )
+        kept = start or FRESH  # a checkpoint's step was evaluated before it was saved
+        log = MetricsLog(self.output_dir, self.args.tensorboard, resume_step=kept) if main else None
         if start == 0:
             self._on_eval(0, log)
         began = time.perf_counter()
