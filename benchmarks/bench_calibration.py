@@ -103,10 +103,11 @@ def above_roofline(feats: list[Features]) -> list[dict[str, Any]]:
 
 # All-reduce bus bandwidth (GB/s, nccl-tests) the runs out of the domain are also simulated at:
 # the datasheet's PCIe Gen4 x16, and what 4 RTX 4090s (PCIe Gen4, no NVLink; no L20 or L40S table
-# is published) were reported to reach: 22 with P2P and 18 through host memory at large messages
-# (github.com/NVIDIA/nccl/issues/1603), 12.7 at 64 MB (github.com/tinygrad/open-gpu-kernel-modules
-# pull 22). Not an input of the model: what a measurement on the run's own GPUs would decide.
-INTERCONNECTS_GB_S = (32.0, 22.0, 18.0, 12.7)
+# is published) were reported to reach: 25.7 at 256 MB with a P2P-enabling driver
+# (github.com/tinygrad/open-gpu-kernel-modules/issues/36), 22 with P2P and 18 through host memory
+# (github.com/NVIDIA/nccl/issues/1603). Not an input of the model: a measurement on the run's own
+# GPUs would decide it.
+INTERCONNECTS_GB_S = (32.0, 25.7, 22.0, 18.0)
 WITHIN = 0.25  # the issue's fidelity bound
 
 
