@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from rlguard.runtime.calib.fit import (
 )
 from rlguard.runtime.calib.measured import PHASES, by_run, read_measured
 from rlguard.runtime.calib.replay import Replay
+from rlguard.runtime.hardware import GB
 from rlguard.runtime.pricing import Prices
 from rlguard.runtime.sim.roofline import Assumptions, derive_profile
 from rlguard.runtime.sim.serverful import serverful_step
@@ -99,6 +101,51 @@ def above_roofline(feats: list[Features]) -> list[dict[str, Any]]:
     return out
 
 
+# All-reduce bus bandwidth (GB/s, nccl-tests) the runs out of the domain are also simulated at:
+# the datasheet's PCIe Gen4 x16, and what 4 RTX 4090s (PCIe Gen4, no NVLink; no L20 or L40S table
+# is published) were reported to reach: 25.7 at 256 MB with a P2P-enabling driver
+# (github.com/tinygrad/open-gpu-kernel-modules/issues/36), 22 with P2P and 18 through host memory
+# (github.com/NVIDIA/nccl/issues/1603). Not an input of the model: a measurement on the run's own
+# GPUs would decide it.
+INTERCONNECTS_GB_S = (32.0, 25.7, 22.0, 18.0)
+WITHIN = 0.25  # the issue's fidelity bound
+
+
+def at_interconnect(job: Replay, gb_s: float) -> Replay:
+    return replace(job, gpu=replace(job.gpu, interconnect=gb_s * GB))
+
+
+def interconnect_sensitivity(feats: list[Features], coefs: Coefficients) -> list[dict[str, Any]]:
+    """Each out-of-domain run's errors at other all-reduce bandwidths, and the bandwidth at which
+    each phase would be just within 25% (its communication scales as 1 / bandwidth)."""
+    out = []
+    for run in sorted({f.row.run for f in feats if f.row.out_of_domain}):
+        jobs = [f.job for f in feats if f.row.run == run]
+
+        def errors(gb_s: float, jobs: list[Replay] = jobs, run: str = run) -> dict[str, RunError]:
+            return {
+                e.phase: e for e in run_errors(run, [at_interconnect(j, gb_s) for j in jobs], coefs)
+            }
+
+        base, halved = errors(1.0), errors(0.5)  # comm at 1 GB/s, and twice it
+        needed = {}
+        for phase in ("scoring", "training"):
+            comm_1 = halved[phase].simulated_s - base[phase].simulated_s  # seconds at 1 GB/s
+            rest = base[phase].simulated_s - comm_1
+            needed[phase] = round(comm_1 / ((1 - WITHIN) * base[phase].measured_s - rest), 2)
+        out.append(
+            {
+                "run": run,
+                "errors": {
+                    str(gb_s): {p: round(e.error, 4) for p, e in errors(gb_s).items()}
+                    for gb_s in (*INTERCONNECTS_GB_S, *needed.values())
+                },
+                "within_25pct_at_or_below_gb_s": needed,
+            }
+        )
+    return out
+
+
 def summary(errors: list[RunError]) -> dict[str, Any]:
     out = {}
     for phase in PHASES:
@@ -143,6 +190,7 @@ def main() -> None:
         "in_sample": {"summary": summary(fitted), "runs": table(fitted, outside)},
         "out_of_domain": reasons,
         "communication_s": communication(feats),
+        "interconnect_sensitivity": interconnect_sensitivity(feats, coefs),
         "above_roofline": above_roofline(feats),
         "wall_s": round(time.perf_counter() - start, 1),
     }
