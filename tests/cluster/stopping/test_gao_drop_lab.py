@@ -1,8 +1,11 @@
-"""GaoDrop on curves the lab measured: it stops the PPO run the other rules miss, and no CGPO run.
+"""GaoDrop on curves the lab measured: it stops the PPO runs the other rules miss (one fell and
+stayed down, one crashed and crept back up), and at most one CGPO run, which did fall.
 
 tests/cluster/data/lab_quick_curves.json is the curves.json of `rlguard lab overoptimization
---quick --seeds 4` (PPO, CRPG and CRRAFT, 4 seeds, 9 evals each; 3 PPO runs labelled hacking).
-GaoDrop's parameters were fixed on synthetic tuning seeds before this file existed.
+--quick --seeds 4` (PPO, CRPG and CRRAFT, 4 seeds, 9 evals each; 3 PPO runs labelled hacking);
+lab_full_curves.json the full lab's (5 methods x 5 seeds, 11 evals each; every PPO and GRPO run
+and CODPO seed 0 labelled hacking). GaoDrop's parameters were fixed on synthetic tuning seeds
+before either file existed.
 """
 
 from __future__ import annotations
@@ -20,10 +23,9 @@ from rlguard.cluster.stopping.evalstop import EvalStop
 from rlguard.cluster.stopping.gao_drop import GaoDrop
 from rlguard.cluster.stopping.gao_trend import GaoTrend
 
-CURVES = {
-    c.name: c
-    for c in read_curves(Path(__file__).parents[1] / "data" / "lab_quick_curves.json").curves
-}
+DATA = Path(__file__).parents[1] / "data"
+CURVES = {c.name: c for c in read_curves(DATA / "lab_quick_curves.json").curves}
+FULL = {c.name: c for c in read_curves(DATA / "lab_full_curves.json").curves}
 CGPO = [name for name, c in CURVES.items() if c.method in ("crpg", "crraft", "codpo")]
 
 
@@ -68,3 +70,23 @@ def test_never_stops_a_cgpo_run(name: str) -> None:
 def test_stops_ppo_seed2_at_every_simulated_cadence() -> None:
     curve = CURVES["ppo/seed2"]
     assert all(stops(GaoDrop(), *as_simulated(curve, n)) for n in range(10, 17))
+
+
+def test_the_full_file_holds_what_the_docstring_says() -> None:
+    assert len(FULL) == 25
+    hacking = {name for name, c in FULL.items() if c.hacks}
+    assert hacking == {n for n, c in FULL.items() if c.method in ("ppo", "grpo")} | {"codpo/seed0"}
+
+
+def test_stops_the_full_labs_crash_and_creep_run_that_evalstop_misses() -> None:
+    # 0.409, up to 0.518 at eval 3, down to 0.430 at eval 5, back to 0.453 at eval 9, 0.422 last
+    curve = FULL["ppo/seed2"]
+    assert stops(GaoDrop(), curve.progress, curve.score)
+    assert not stops(EvalStop(k=3, min_delta=0.01), curve.progress, curve.score)
+
+
+def test_on_the_full_lab_stops_every_ppo_and_grpo_run_and_one_fallen_cgpo_run() -> None:
+    stopped = {name for name, c in FULL.items() if stops(GaoDrop(), c.progress, c.score)}
+    ppo_grpo = {name for name, c in FULL.items() if c.method in ("ppo", "grpo")}
+    # crraft/seed3 fell from 0.544 (eval 3) to 0.482 (eval 7) below the checkpoint it had
+    assert stopped == ppo_grpo | {"crraft/seed3"}
