@@ -16,10 +16,12 @@ import torch
 import yaml
 from dp_worker import MICRO_BATCH_SIZES, OPTIMIZERS, one_step
 from safetensors.torch import load_file
+from transformers import AutoModelForCausalLM, AutoModelForTokenClassification
 
 import rlguard
 from fixed_world import MIXED_ROWS, write_world
 from rlguard.cli.train import launch
+from rlguard.train import checkpoint
 from rlguard.train.distributed import DataParallel
 from tiny_models import tiny_causal_lm, tiny_tokenizer
 
@@ -178,3 +180,21 @@ def test_a_two_process_run_resumes_exactly(tmp_path, cpu_processes, sharding):
             torch.testing.assert_close(
                 final["resumed"]["optimizer"][index][key], tensor, rtol=0, atol=0
             )
+    loads_unsharded(tmp_path / "straight" / "checkpoints" / "step-000004", tmp_path / "policy")
+
+
+def loads_unsharded(step: Path, base: Path) -> None:
+    """A checkpoint (an FSDP run's too) loads into one process's whole models and AdamW."""
+    policy = AutoModelForCausalLM.from_pretrained(base)
+    critic = AutoModelForTokenClassification.from_pretrained(base, num_labels=1)
+    params = [*policy.parameters(), *critic.parameters()]
+    optimizer = torch.optim.AdamW(params)
+    checkpoint.load_checkpoint(step, {"policy": policy, "critic": critic}, optimizer)
+    saved = load_file(step / "policy.safetensors")  # each tied weight once
+    assert len(saved) == len(list(policy.parameters()))
+    for name, tensor in policy.state_dict().items():
+        if name in saved:
+            torch.testing.assert_close(tensor, saved[name], rtol=0, atol=0)
+    assert policy.lm_head.weight is policy.model.embed_tokens.weight  # still tied
+    for param in params:
+        assert optimizer.state[param]["exp_avg"].shape == param.shape
