@@ -108,17 +108,17 @@ class Sharding:
     def gathered(self) -> Iterator[None]:
         """The sharded models whole in every process, for forwards that need no collective (and
         so may differ in number, or run in one process). Every process must enter it."""
-        modules = [m for model in self.models for m in self._fsdp(model)]
-        for module in modules:
+        # (module, its reshard_after_forward from `shard`: the blocks' True, the root's False)
+        modules = [(m, m is not model) for model in self.models for m in self._fsdp(model)]
+        for module, _ in modules:
             module.set_reshard_after_forward(False, recurse=False)
             module.unshard()
         try:
             yield
         finally:
-            for model in self.models:
-                for module in self._fsdp(model):
-                    module.reshard()
-                    module.set_reshard_after_forward(module is not model, recurse=False)
+            for module, reshard_after_forward in modules:
+                module.reshard()
+                module.set_reshard_after_forward(reshard_after_forward, recurse=False)
 
     def gather(
         self, models: Mapping[str, nn.Module], optimizer: torch.optim.Optimizer
@@ -127,7 +127,7 @@ class Sharding:
         already."""
         if not self.on:
             return None
-        weights = {name: get_model_state_dict(m, options=GATHER) for name, m in models.items()}
+        weights = {name: self.whole_weights(model) for name, model in models.items()}
         return Gathered(weights, self.optimizer_state(optimizer))
 
     def whole_weights(self, model: nn.Module) -> dict[str, torch.Tensor] | None:
@@ -154,7 +154,7 @@ class Sharding:
             ],
         }
 
-    def load_optimizer_state(self, optimizer: torch.optim.Optimizer, state: dict[str, Any]):
+    def load_optimizer_state(self, optimizer: torch.optim.Optimizer, state: dict[str, Any]) -> None:
         """Load `optimizer.state_dict()`-layout state (the main process's) into every shard."""
         models = self._container()
         names = self._names(models)
