@@ -7,6 +7,7 @@ import json
 import zlib
 
 import torch
+from torch.distributed.tensor import DTensor, distribute_tensor
 
 from rlguard.train.config import CGPOConfig
 from rlguard.train.rollout import encode_completions
@@ -120,5 +121,8 @@ def away_from_reference(trainer):
     noise = torch.Generator().manual_seed(1)
     with torch.no_grad():
         for p in trainer.models.policy.parameters():
-            p.add_(0.05 * torch.randn(p.shape, generator=noise))
+            step = 0.05 * torch.randn(p.shape, generator=noise)
+            if isinstance(p, DTensor):  # sharded (FSDP): each process adds to its shard
+                step = distribute_tensor(step, p.device_mesh, p.placements)
+            p.add_(step)
     return trainer

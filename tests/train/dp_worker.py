@@ -1,8 +1,11 @@
 """One training step per optimizer on the fixed world, in whichever processes run it: under
-`accelerate launch` each process saves its gradients and metrics, with and without micro-batches,
-to OUT/<optimizer>-<micro_batch_size>-<rank>.pt.
+`accelerate launch` each process saves the step's gradients, updated weights and metrics, with and
+without micro-batches, to OUT/<optimizer>-<micro_batch_size>-<rank>.pt.
 
-    python dp_worker.py WORLD_DIR OUT_DIR
+    python dp_worker.py WORLD_DIR OUT_DIR [SHARDING]
+
+SHARDING (default none) is the config's `sharding`; under fsdp each process saves the whole
+gradients and weights (gathered from the shards), and how many micro-batches it had and ran.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import sys
 from pathlib import Path
 
 import torch
+from torch.distributed.tensor import DTensor
 
 from fixed_world import PromptRollout, away_from_reference, make_trainer
 from tiny_models import tiny_tokenizer
@@ -20,9 +24,15 @@ OPTIMIZERS = ["crpg", "crraft", "codpo", "grpo", "ppo"]
 MICRO_BATCH_SIZES = [None, 2]
 
 
-def one_step(world, optimizer, micro_batch_size=None):
-    """(every trained parameter's gradient in the step's last update, the step's metrics):
-    6 prompts x K=3 per task, two updates, the policy away from the reference."""
+def whole(tensor):
+    """A copy of the whole tensor (gathered from every process when it is a shard)."""
+    return tensor.full_tensor() if isinstance(tensor, DTensor) else tensor.detach().clone()
+
+
+def one_step(world, optimizer, micro_batch_size=None, sharding="none", lockstep=None):
+    """(every trained parameter's gradient in the step's last update, its weight after the step,
+    the step's metrics): 6 prompts x K=3 per task, two updates, the policy away from the
+    reference. `lockstep`, when given, collects (this process's micro-batches, those it ran)."""
     trainer = make_trainer(
         world,
         optimizers=(optimizer, optimizer),
@@ -30,6 +40,7 @@ def one_step(world, optimizer, micro_batch_size=None):
             "learning_rate": 3e-2,
             "updates_per_batch": 2,
             "micro_batch_size": micro_batch_size,
+            "sharding": sharding,
         },
         rollout=PromptRollout,
         k=3,
@@ -37,22 +48,35 @@ def one_step(world, optimizer, micro_batch_size=None):
         kl_max=1.0,
     )
     away_from_reference(trainer)
+    if lockstep is not None:
+        counted = trainer.sharding.lockstep
+        trainer.sharding.lockstep = lambda n: lockstep.append((n, counted(n))) or lockstep[-1][1]
     metrics = trainer.training_step(1)
-    grads = {
-        f"{model}.{name}": p.grad.clone()
+    named = [
+        (f"{model}.{name}", p)
         for model, module in trainer._trained().items()
         for name, p in module.named_parameters()
-    }
-    return grads, metrics
+    ]
+    grads = {name: whole(p.grad) for name, p in named}
+    weights = {name: whole(p) for name, p in named}
+    return grads, weights, metrics
 
 
 if __name__ == "__main__":
     torch.set_num_threads(1)
     root, out = Path(sys.argv[1]), Path(sys.argv[2])
+    sharding = sys.argv[3] if len(sys.argv) > 3 else "none"
     world = (root, tiny_tokenizer())
     rank = os.environ.get("RANK", 0)
     for optimizer in OPTIMIZERS:
         for size in MICRO_BATCH_SIZES:
-            grads, metrics = one_step(world, optimizer, size)
-            saved = {"grads": grads, "metrics": metrics, "processes": os.environ.get("WORLD_SIZE")}
+            lockstep = []
+            grads, weights, metrics = one_step(world, optimizer, size, sharding, lockstep)
+            saved = {
+                "grads": grads,
+                "weights": weights,
+                "metrics": metrics,
+                "processes": os.environ.get("WORLD_SIZE"),
+                "lockstep": lockstep,
+            }
             torch.save(saved, out / f"{optimizer}-{size}-{rank}.pt")

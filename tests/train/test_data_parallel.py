@@ -1,7 +1,7 @@
 """Data parallelism over 2 gloo processes on this CPU machine, launched through accelerate: the
-same global batch takes the same update as in one process, for every optimizer; a 2-process run
-(`rlguard train --nproc 2`) writes its checkpoints, eval events and metrics once, and resumed from
-its checkpoint continues exactly."""
+same global batch takes the same update as in one process, for every optimizer, with the models
+whole in each process or FSDP-sharded; a 2-process run (`rlguard train --nproc 2`) writes its
+checkpoints, eval events and metrics once, and resumed from its checkpoint continues exactly."""
 
 from __future__ import annotations
 
@@ -18,10 +18,12 @@ import torch
 import yaml
 from dp_worker import MICRO_BATCH_SIZES, OPTIMIZERS, one_step
 from safetensors.torch import load_file
+from transformers import AutoModelForCausalLM, AutoModelForTokenClassification
 
 import rlguard
 from fixed_world import MIXED_ROWS, write_world
 from rlguard.cli.train import launch
+from rlguard.train import checkpoint
 from rlguard.train.distributed import DataParallel
 from rlguard.train.preemption import PREEMPTED_EXIT
 from tiny_models import tiny_causal_lm, tiny_tokenizer
@@ -57,7 +59,7 @@ def test_two_processes_take_the_one_process_update(tmp_path, cpu_processes):
     out.mkdir()
     assert launch(2, [str(TESTS / "train" / "dp_worker.py"), str(tmp_path), str(out)]) == 0
     for optimizer, size in [(o, s) for o in OPTIMIZERS for s in MICRO_BATCH_SIZES]:
-        grads, metrics = one_step(world, optimizer)
+        grads, _, metrics = one_step(world, optimizer)
         ranks = [torch.load(out / f"{optimizer}-{size}-{r}.pt") for r in range(2)]
         assert [r["processes"] for r in ranks] == ["2", "2"]
         for name, grad in grads.items():
@@ -67,7 +69,35 @@ def test_two_processes_take_the_one_process_update(tmp_path, cpu_processes):
             assert ranks[0]["metrics"][key] == pytest.approx(value, rel=1e-5, abs=1e-6), key
 
 
-def write_run(tmp_path: Path) -> Path:
+def test_fsdp_takes_the_one_process_update(tmp_path, cpu_processes):
+    """`sharding: fsdp` over 2 processes against one unsharded process: the last update's
+    gradients as tight as data parallelism's; the weights after the step's two AdamW updates
+    (lr 3e-2) within 2e-4, where float noise in near-zero gradients becomes steps of up to lr
+    (unsharded data parallelism is as far: 8.2e-5 for CODPO). CRRAFT's and CODPO's selections
+    leave one process fewer micro-batches than the other: it runs idle ones."""
+    world = write_world(tmp_path, MIXED_ROWS)
+    out = tmp_path / "fsdp"
+    out.mkdir()
+    worker = [str(TESTS / "train" / "dp_worker.py"), str(tmp_path), str(out), "fsdp"]
+    assert launch(2, worker) == 0
+    padded = set()
+    for optimizer in OPTIMIZERS:
+        grads, weights, metrics = one_step(world, optimizer)
+        for size in MICRO_BATCH_SIZES:
+            ranks = [torch.load(out / f"{optimizer}-{size}-{r}.pt") for r in range(2)]
+            for rank in ranks:
+                for name, grad in grads.items():
+                    torch.testing.assert_close(rank["grads"][name], grad, rtol=1e-5, atol=2e-6)
+                for name, weight in weights.items():
+                    torch.testing.assert_close(rank["weights"][name], weight, rtol=0, atol=2e-4)
+                if any(had < ran for had, ran in rank["lockstep"]):
+                    padded.add((optimizer, size))
+            for key, value in metrics.items():
+                assert ranks[0]["metrics"][key] == pytest.approx(value, rel=1e-5, abs=1e-6), key
+    assert padded == {("crraft", 2), ("codpo", 2)}
+
+
+def write_run(tmp_path: Path, sharding: str = "none") -> Path:
     """A policy on disk, prompts, and a two-task config (CRPG with a_bar sampled from the
     reference, PPO with its critic)."""
     tokenizer = tiny_tokenizer()
@@ -101,6 +131,7 @@ def write_run(tmp_path: Path) -> Path:
         "eval_every": 2,
         "eval_prompts": 4,
         "tensorboard": False,
+        "sharding": sharding,
     }
     path = tmp_path / "run.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -126,8 +157,9 @@ def train(config: Path, out: Path, steps: int) -> dict:
     return summary
 
 
-def test_a_two_process_run_resumes_exactly(tmp_path, cpu_processes):
-    config = write_run(tmp_path)
+@pytest.mark.parametrize("sharding", ["none", "fsdp"])
+def test_a_two_process_run_resumes_exactly(tmp_path, cpu_processes, sharding):
+    config = write_run(tmp_path, sharding)
     train(config, tmp_path / "straight", steps=4)
     train(config, tmp_path / "resumed", steps=2)  # stops at a checkpoint, then goes on
     assert train(config, tmp_path / "resumed", steps=4)["resumed_from"] == 2
@@ -156,6 +188,24 @@ def test_a_two_process_run_resumes_exactly(tmp_path, cpu_processes):
             torch.testing.assert_close(
                 final["resumed"]["optimizer"][index][key], tensor, rtol=0, atol=0
             )
+    loads_unsharded(tmp_path / "straight" / "checkpoints" / "step-000004", tmp_path / "policy")
+
+
+def loads_unsharded(step: Path, base: Path) -> None:
+    """A checkpoint (an FSDP run's too) loads into one process's whole models and AdamW."""
+    policy = AutoModelForCausalLM.from_pretrained(base)
+    critic = AutoModelForTokenClassification.from_pretrained(base, num_labels=1)
+    params = [*policy.parameters(), *critic.parameters()]
+    optimizer = torch.optim.AdamW(params)
+    checkpoint.load_checkpoint(step, {"policy": policy, "critic": critic}, optimizer)
+    saved = load_file(step / "policy.safetensors")  # each tied weight once
+    assert len(saved) == len(list(policy.parameters()))
+    for name, tensor in policy.state_dict().items():
+        if name in saved:
+            torch.testing.assert_close(tensor, saved[name], rtol=0, atol=0)
+    assert policy.lm_head.weight is policy.model.embed_tokens.weight  # still tied
+    for param in params:
+        assert optimizer.state[param]["exp_avg"].shape == param.shape
 
 
 def test_a_preempted_two_process_run_exits_as_preempted(tmp_path, cpu_processes):

@@ -128,6 +128,15 @@ BAD = [
     pytest.param(
         edited(lambda c: c.update(micro_batch_size=0), "micro_batch_size", "0"), id="micro-batch"
     ),
+    pytest.param(edited(lambda c: c.update(sharding="zero3"), "sharding", "zero3"), id="sharding"),
+    pytest.param(
+        edited(lambda c: c.update(sharding="fsdp", mixed_precision="fp16"), "sharding", "fsdp"),
+        id="fsdp-fp16",
+    ),
+    pytest.param(
+        edited(lambda c: c.update(sharding="fsdp", lora={"r": 4}), "sharding", "lora"),
+        id="fsdp-lora",
+    ),
     pytest.param(_missing_config, id="config-missing"),
 ]
 

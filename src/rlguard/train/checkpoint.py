@@ -2,7 +2,9 @@
 
 A checkpoint directory is written under a temporary name and renamed into place, so an interrupted
 save leaves the previous checkpoint intact and never a half-written one. With LoRA only the adapter
-is saved (the base weights never change).
+is saved (the base weights never change). A sharded run (sharding.py) saves its models' whole
+weights and optimizer state in the same files and layout, so any run, sharded or not and with any
+number of processes, resumes from any checkpoint.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from safetensors.torch import load_file, load_model, save_file, save_model
 from torch import nn
 
 from rlguard.io import write_json
+from rlguard.train.sharding import UNSHARDED, Gathered, Sharding
 
 STEP_DIR = re.compile(r"^step-(\d+)$")
 
@@ -47,6 +50,29 @@ def _load_weights(model: nn.Module, path: Path) -> None:
         load_model(model, str(path))
 
 
+def _aliases(model: nn.Module) -> dict[str, str]:
+    """Each tied weight's other names -> its first name (an LM head sharing the embeddings): a
+    safetensors file holds each tensor once."""
+    first: dict[int, str] = {}
+    aliases = {}
+    for name, p in model.named_parameters(remove_duplicate=False):
+        if first.setdefault(id(p), name) != name:
+            aliases[name] = first[id(p)]
+    return aliases
+
+
+def _save_whole(model: nn.Module, weights: dict[str, torch.Tensor], path: Path) -> None:
+    aliases = _aliases(model)
+    save_file({k: v for k, v in weights.items() if k not in aliases}, str(path))
+
+
+def _load_whole(model: nn.Module, path: Path) -> dict[str, torch.Tensor]:
+    weights = load_file(str(path))
+    for alias, first in _aliases(model).items():  # either name may be the one saved
+        weights[alias] = weights[first] = weights.get(first, weights.get(alias))
+    return weights
+
+
 def replace_dir(tmp: Path, final: Path) -> None:
     """Move a finished directory into place; the old one is removed only after the new one is
     complete."""
@@ -67,15 +93,21 @@ def save_checkpoint(
     optimizer: torch.optim.Optimizer,
     state: dict[str, Any],
     others: Mapping[str, Stateful] | None = None,
+    gathered: Gathered | None = None,
 ) -> Path:
-    """`others`: more state (name -> object), each in `name.pt` when it has any."""
+    """`others`: more state (name -> object), each in `name.pt` when it has any; `gathered`: a
+    sharded run's whole state, saved in place of the modules' and optimizer's own."""
     final = root / f"step-{step:06d}"
     tmp = root / f".tmp-step-{step:06d}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     for name, model in models.items():
-        _save_weights(model, tmp / f"{name}.safetensors")
-    torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
+        if gathered is not None:
+            _save_whole(model, gathered.weights[name], tmp / f"{name}.safetensors")
+        else:
+            _save_weights(model, tmp / f"{name}.safetensors")
+    optimizer_state = gathered.optimizer if gathered is not None else optimizer.state_dict()
+    torch.save(optimizer_state, tmp / "optimizer.pt")
     for name, other in (others or {}).items():
         if other_state := other.state_dict():
             torch.save(other_state, tmp / f"{name}.pt")
@@ -101,10 +133,19 @@ def load_checkpoint(
     models: dict[str, nn.Module],
     optimizer: torch.optim.Optimizer,
     others: Mapping[str, Stateful] | None = None,
+    sharding: Sharding = UNSHARDED,
 ) -> dict[str, Any]:
+    """Every process calls it; a sharded one takes its shards of the main process's load."""
     for name, model in models.items():
-        _load_weights(model, path / f"{name}.safetensors")
-    optimizer.load_state_dict(torch.load(path / "optimizer.pt", weights_only=True))
+        if sharding.on:
+            sharding.load_model_state(model, _load_whole(model, path / f"{name}.safetensors"))
+        else:
+            _load_weights(model, path / f"{name}.safetensors")
+    optimizer_state = torch.load(path / "optimizer.pt", weights_only=True)
+    if sharding.on:
+        sharding.load_optimizer_state(optimizer, optimizer_state)
+    else:
+        optimizer.load_state_dict(optimizer_state)
     for name, other in (others or {}).items():
         if (path / f"{name}.pt").is_file():
             other.load_state_dict(torch.load(path / f"{name}.pt", weights_only=True))

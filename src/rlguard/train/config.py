@@ -27,6 +27,7 @@ from rlguard.train.devices import check_name
 ConfigT = TypeVar("ConfigT", bound=BaseModel)
 Optimizer = Literal["crpg", "crraft", "codpo", "grpo", "ppo"]
 MixedPrecision = Literal["no", "bf16", "fp16"]
+ShardingMode = Literal["none", "fsdp"]
 
 
 class Strict(BaseModel):
@@ -151,6 +152,11 @@ class CGPOConfig(Strict):
     mixed_precision: MixedPrecision = Field(
         "no", description="autocast forwards in bf16/fp16 over fp32 weights and optimizer state"
     )
+    sharding: ShardingMode = Field(
+        "none",
+        description="fsdp: the policy's and critic's weights, gradients and AdamW state "
+        "split over the data-parallel processes (FSDP2)",
+    )
     micro_batch_size: int | None = Field(
         None, ge=1, description="samples per forward/backward (None: a task's whole batch)"
     )
@@ -213,6 +219,18 @@ class CGPOConfig(Strict):
                 f"{value} keeps fp32 master weights: the policy's dtype must be float32 "
                 f"(policy.dtype is {policy.dtype})"
             )
+        return value
+
+    @field_validator("sharding")
+    @classmethod
+    def _shardable(cls, value: str, info: ValidationInfo) -> str:
+        if value == "fsdp" and info.data.get("mixed_precision") == "fp16":
+            # GradScaler would find inf/nan in its own shard only, and processes would disagree
+            # on skipping a step
+            raise ValueError("fsdp does not take fp16's loss scaling: use bf16 (or no)")
+        if value == "fsdp" and info.data.get("lora") is not None:
+            # the LoRA reference is the policy itself with adapters off: it would be sharded too
+            raise ValueError("fsdp shards whole models; under lora use sharding: none")
         return value
 
     @field_validator("eval_samples")

@@ -2,16 +2,16 @@
 
 `accelerate launch` (or `rlguard train --nproc N`) starts the processes; accelerate's
 `PartialState` joins them in a process group (NCCL on GPUs, gloo on CPUs). Every process holds
-the whole policy, samples, judges and scores its share of each task's prompts (a prompt's K samples
-stay together, so GRPO's groups and CGPO's per-prompt choices are whole), and sums its gradients
-with the others'. The batch statistics that span processes (CRPG's mean weight, PPO's whitening
-moments, every denominator) are sums over all of them, so the update is one process's on the
-whole batch.
+the whole policy (or, under `sharding: fsdp`, its shard of it: sharding.py), samples, judges and
+scores its share of each task's prompts (a prompt's K samples stay together, so GRPO's groups and
+CGPO's per-prompt choices are whole), and sums its gradients with the others'. The batch
+statistics that span processes (CRPG's mean weight, PPO's whitening moments, every denominator)
+are sums over all of them, so the update is one process's on the whole batch.
 
 Gradients are summed once per update, after every micro-batch of every task (one bucket per
 parameter, all in flight at once), rather than by DDP's backward hooks: DDP needs the same number
 of backward passes on every process, and CRRAFT's and CODPO's selections give processes different
-numbers of micro-batches.
+numbers of micro-batches (FSDP, whose every backward is a collective, pads them instead).
 """
 
 from __future__ import annotations

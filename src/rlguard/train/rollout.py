@@ -151,6 +151,7 @@ class LocalRollout:
             max_new_tokens=max_new_tokens,
             pad_token_id=self.tokenizer.pad_token_id,
             eos_token_id=self.tokenizer.eos_token_id,
+            synced_gpus=False,  # an FSDP policy is gathered whole for it (sharding.py)
             **(sampling if temperature > 0 else {"do_sample": False}),
         )
         self.model.train(was_training)

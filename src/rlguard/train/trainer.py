@@ -42,6 +42,7 @@ from rlguard.train.objectives import NEEDS_BASELINE, OBJECTIVES, Models, ScoredR
 from rlguard.train.precision import LossScale, autocast_forward
 from rlguard.train.rewards import RewardFunction, calibrated, score
 from rlguard.train.rollout import LocalRollout, RolloutEngine, Rollouts
+from rlguard.train.sharding import Sharding
 from rlguard.train.tasks import Baseline, Task, load_task
 
 BASELINE_PREFETCH = 8
@@ -67,6 +68,7 @@ class CGPOTrainer:
         self.output_dir = Path(args.output_dir)
         self.device = self._device("policy")
         self.processes = DataParallel(self.device)
+        self.sharding = Sharding(args.sharding, self.processes)
         for i, cfg in enumerate(args.tasks):
             if cfg.batch_size < self.processes.size:
                 raise InputError(
@@ -107,6 +109,7 @@ class CGPOTrainer:
         )
         self.models = Models(policy.train(), self.tokenizer, critic)
         self.processes.copy_parameters(filter(None, [policy, ref_model, critic]))
+        self.sharding.shard(list(self._trained().values()))  # before AdamW takes the parameters
         self.rollout = rollout_engine or LocalRollout(policy, self.tokenizer)
         params = [p for m in self._trained().values() for p in m.parameters() if p.requires_grad]
         # fused AdamW (one kernel for all parameters), as TRL's default optimizer; its state has
@@ -183,7 +186,10 @@ class CGPOTrainer:
         tensor on the policy's device (the judges' and reward's outputs moved there once)."""
         cfg = task.config
         prompts = task.prompts.take(rows)
-        rollouts = self.rollout.generate(prompts.texts, cfg.k, cfg.max_new_tokens, cfg.temperature)
+        with self.sharding.gathered():  # generations differ in length per process
+            rollouts = self.rollout.generate(
+                prompts.texts, cfg.k, cfg.max_new_tokens, cfg.temperature
+            )
         rollouts = rollouts.to(self.device)
         prompt_texts = [prompts.texts[i] for i in rollouts.prompt_index]
         metadata = [prompts.metadata[i] for i in rollouts.prompt_index]
@@ -265,6 +271,7 @@ class CGPOTrainer:
             self.args.micro_batch_size,
             backward=lambda loss: self.loss_scale.backward(rho * loss),
             allsum=self.processes.allsum,
+            sharding=self.sharding,
         )
         # every stat is a share or a count: they add up over the processes
         names = sorted(stats)
@@ -292,8 +299,9 @@ class CGPOTrainer:
                 loss_metrics = self.task_gradient(index, batch)
                 total += task.config.weight * loss_metrics["loss"]
                 metrics.update({f"{task.name}/{k}": v for k, v in loss_metrics.items()})
+            summing = None if self.sharding.on else self.processes  # FSDP's backward has summed
             grad_norm = optimizer_step(
-                self.optimizer, self.args.max_grad_norm, self.loss_scale, self.processes
+                self.optimizer, self.args.max_grad_norm, self.loss_scale, summing
             )
         self.last_loss = total  # of the last update: the metrics above are too
         return {**metrics, "grad_norm": grad_norm}
@@ -353,7 +361,7 @@ class CGPOTrainer:
             return 0
         step, path = found[-1]
         state = checkpoint.load_checkpoint(
-            path, self._trained(), self.optimizer, {"scaler": self.loss_scale}
+            path, self._trained(), self.optimizer, {"scaler": self.loss_scale}, self.sharding
         )
         self.best_score = state["best_score"]
         self.stop_reason = state["stop_reason"]
@@ -370,39 +378,49 @@ class CGPOTrainer:
         return step
 
     def _save_best(self) -> None:
+        """The policy in best/, written by the main process (every process calls it)."""
+        weights = self.sharding.whole_weights(self.models.policy)
+        if not self.processes.main:
+            return
         best = self.output_dir / "best"
         tmp = self.output_dir / ".tmp-best"
-        self.models.policy.save_pretrained(tmp, safe_serialization=True)
+        self.models.policy.save_pretrained(tmp, state_dict=weights, safe_serialization=True)
         self.tokenizer.save_pretrained(tmp)
         checkpoint.replace_dir(tmp, best)
 
     def _on_eval(self, step: int, log: MetricsLog | None) -> None:
         """Evaluate once, on the main process, which writes the event and the best model and
         asks the stop rule; every process learns the outcome."""
-        if self.processes.main:
-            result = self.evaluate(step)
-            event = result["event"]
-            log.log(step, {**result["metrics"], "eval/score": event["score"]})
-            with (self.output_dir / "eval_events.jsonl").open("a", encoding="utf-8") as f:
-                f.write(json.dumps(event) + "\n")
-            if self.best_score is None or event["score"] > self.best_score:
-                self.best_score = event["score"]
-                self._save_best()
-            for hook in self.eval_hooks:
-                reason = hook(event)
-                if reason:
-                    self.stop_reason = reason
-        self.stop_reason, self.best_score = self.processes.broadcast(
-            (self.stop_reason, self.best_score)
+        improved = False
+        with self.sharding.gathered():  # the main process's forwards alone
+            if self.processes.main:
+                result = self.evaluate(step)
+                event = result["event"]
+                log.log(step, {**result["metrics"], "eval/score": event["score"]})
+                with (self.output_dir / "eval_events.jsonl").open("a", encoding="utf-8") as f:
+                    f.write(json.dumps(event) + "\n")
+                improved = self.best_score is None or event["score"] > self.best_score
+                if improved:
+                    self.best_score = event["score"]
+                for hook in self.eval_hooks:
+                    reason = hook(event)
+                    if reason:
+                        self.stop_reason = reason
+        self.stop_reason, self.best_score, improved = self.processes.broadcast(
+            (self.stop_reason, self.best_score, improved)
         )
+        if improved:
+            self._save_best()
 
     def _save(self, step: int) -> None:
-        """A checkpoint, written once (the processes hold the same weights and optimizer)."""
+        """A checkpoint, written once (the processes hold the same weights and optimizer, or
+        under FSDP gather them to the main process)."""
+        gathered = self.sharding.gather(self._trained(), self.optimizer)
         if self.processes.main:
             root = self.output_dir / "checkpoints"
             others = {"scaler": self.loss_scale}
             checkpoint.save_checkpoint(
-                root, step, self._trained(), self.optimizer, self._state(), others
+                root, step, self._trained(), self.optimizer, self._state(), others, gathered
             )
             checkpoint.rotate(root, self.args.keep_checkpoints)
 
