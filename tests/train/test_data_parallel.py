@@ -6,6 +6,7 @@ checkpoints, eval events and metrics once, and resumed from its checkpoint conti
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -59,7 +60,7 @@ def test_two_processes_take_the_one_process_update(tmp_path, cpu_processes):
     out.mkdir()
     assert launch(2, [str(TESTS / "train" / "dp_worker.py"), str(tmp_path), str(out)]) == 0
     for optimizer, size in [(o, s) for o in OPTIMIZERS for s in MICRO_BATCH_SIZES]:
-        grads, _, metrics = one_step(world, optimizer)
+        grads, _, metrics, _ = one_step(world, optimizer)
         ranks = [torch.load(out / f"{optimizer}-{size}-{r}.pt") for r in range(2)]
         assert [r["processes"] for r in ranks] == ["2", "2"]
         for name, grad in grads.items():
@@ -82,7 +83,7 @@ def test_fsdp_takes_the_one_process_update(tmp_path, cpu_processes):
     assert launch(2, worker) == 0
     padded = set()
     for optimizer in OPTIMIZERS:
-        grads, weights, metrics = one_step(world, optimizer)
+        grads, weights, metrics, _ = one_step(world, optimizer)
         for size in MICRO_BATCH_SIZES:
             ranks = [torch.load(out / f"{optimizer}-{size}-{r}.pt") for r in range(2)]
             for rank in ranks:
@@ -95,6 +96,45 @@ def test_fsdp_takes_the_one_process_update(tmp_path, cpu_processes):
             for key, value in metrics.items():
                 assert ranks[0]["metrics"][key] == pytest.approx(value, rel=1e-5, abs=1e-6), key
     assert padded == {("crraft", 2), ("codpo", 2)}
+
+
+def test_fsdp_with_fp16_skips_what_unsharded_data_parallelism_skips(tmp_path, cpu_processes):
+    """fp16 under FSDP: every process skips the same updates with the same loss scale as
+    unsharded data parallelism (whose summed gradients carry an inf to every process), and the
+    updates that step agree. Which updates overflow depends on each process's share of the batch,
+    so one process is not the reference here."""
+    write_world(tmp_path, MIXED_ROWS)
+    runs = {}
+    for sharding in ("none", "fsdp"):
+        out = tmp_path / sharding
+        out.mkdir()
+        worker = [str(TESTS / "train" / "dp_worker.py"), str(tmp_path), str(out), sharding]
+        assert launch(2, [*worker, "fp16", "crraft,ppo"]) == 0
+        runs[sharding] = out
+    skips = set()
+    for optimizer, size in [(o, s) for o in ("crraft", "ppo") for s in MICRO_BATCH_SIZES]:
+        name = f"{optimizer}-{size}"
+        unsharded = [torch.load(runs["none"] / f"{name}-{r}.pt") for r in range(2)]
+        sharded = [torch.load(runs["fsdp"] / f"{name}-{r}.pt") for r in range(2)]
+        assert {r["scale"] for r in unsharded + sharded} == {unsharded[0]["scale"]}
+        skips.add(round(math.log2(2.0**18 / unsharded[0]["scale"])))  # each skip halves it
+        for want, got in zip(unsharded, sharded, strict=True):
+            for n, grad in want["grads"].items():  # a skipped update's infs and nans included
+                torch.testing.assert_close(got["grads"][n], grad, rtol=0, atol=1e-4, equal_nan=True)
+            for n, weight in want["weights"].items():
+                torch.testing.assert_close(got["weights"][n], weight, rtol=0, atol=1e-4)
+    assert {0, 1} <= skips  # some updates stepped, some were skipped
+
+
+def test_an_inf_in_one_processs_shard_skips_the_step_in_every_process(tmp_path, cpu_processes):
+    """Under FSDP each process unscales only its shard of the gradients: a process whose shard
+    is finite would step while another skips, and their weights would part. torch's GradScaler
+    serves as it is: on sharded (DTensor) gradients its inf check is reduced over the processes
+    (DTensor's found_inf_reduce_handler), so both skip and halve the scale."""
+    assert launch(2, [str(TESTS / "train" / "inf_shard_worker.py"), str(tmp_path)]) == 0
+    ranks = [torch.load(tmp_path / f"{r}.pt") for r in range(2)]
+    assert [r["moved"] for r in ranks] == [False, False]
+    assert [r["scale"] for r in ranks] == [2.0**15, 2.0**15]  # GradScaler starts at 2^16
 
 
 def write_run(tmp_path: Path, sharding: str = "none") -> Path:

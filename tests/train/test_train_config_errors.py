@@ -130,10 +130,6 @@ BAD = [
     ),
     pytest.param(edited(lambda c: c.update(sharding="zero3"), "sharding", "zero3"), id="sharding"),
     pytest.param(
-        edited(lambda c: c.update(sharding="fsdp", mixed_precision="fp16"), "sharding", "fsdp"),
-        id="fsdp-fp16",
-    ),
-    pytest.param(
         edited(lambda c: c.update(sharding="fsdp", lora={"r": 4}), "sharding", "lora"),
         id="fsdp-lora",
     ),

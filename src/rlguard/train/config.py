@@ -224,10 +224,6 @@ class CGPOConfig(Strict):
     @field_validator("sharding")
     @classmethod
     def _shardable(cls, value: str, info: ValidationInfo) -> str:
-        if value == "fsdp" and info.data.get("mixed_precision") == "fp16":
-            # GradScaler would find inf/nan in its own shard only, and processes would disagree
-            # on skipping a step
-            raise ValueError("fsdp does not take fp16's loss scaling: use bf16 (or no)")
         if value == "fsdp" and info.data.get("lora") is not None:
             # the LoRA reference is the policy itself with adapters off: it would be sharded too
             raise ValueError("fsdp shards whole models; under lora use sharding: none")
