@@ -111,8 +111,12 @@ INTERCONNECTS_GB_S = (32.0, 25.7, 22.0, 18.0)
 WITHIN = 0.25  # the issue's fidelity bound
 
 
-def at_interconnect(job: Replay, gb_s: float) -> Replay:
-    return replace(job, gpu=replace(job.gpu, interconnect=gb_s * GB))
+def errors_at(
+    run: str, jobs: list[Replay], coefs: Coefficients, gb_s: float
+) -> dict[str, RunError]:
+    """The run's errors per phase with its GPUs' all-reduce bandwidth set to `gb_s`."""
+    moved = [replace(job, gpu=replace(job.gpu, interconnect=gb_s * GB)) for job in jobs]
+    return {e.phase: e for e in run_errors(run, moved, coefs)}
 
 
 def interconnect_sensitivity(feats: list[Features], coefs: Coefficients) -> list[dict[str, Any]]:
@@ -121,23 +125,19 @@ def interconnect_sensitivity(feats: list[Features], coefs: Coefficients) -> list
     out = []
     for run in sorted({f.row.run for f in feats if f.row.out_of_domain}):
         jobs = [f.job for f in feats if f.row.run == run]
-
-        def errors(gb_s: float, jobs: list[Replay] = jobs, run: str = run) -> dict[str, RunError]:
-            return {
-                e.phase: e for e in run_errors(run, [at_interconnect(j, gb_s) for j in jobs], coefs)
-            }
-
-        base, halved = errors(1.0), errors(0.5)  # comm at 1 GB/s, and twice it
+        base, halved = errors_at(run, jobs, coefs, 1.0), errors_at(run, jobs, coefs, 0.5)
         needed = {}
         for phase in ("scoring", "training"):
-            comm_1 = halved[phase].simulated_s - base[phase].simulated_s  # seconds at 1 GB/s
+            comm_1 = halved[phase].simulated_s - base[phase].simulated_s  # comm at 1 GB/s
             rest = base[phase].simulated_s - comm_1
             needed[phase] = round(comm_1 / ((1 - WITHIN) * base[phase].measured_s - rest), 2)
         out.append(
             {
                 "run": run,
                 "errors": {
-                    str(gb_s): {p: round(e.error, 4) for p, e in errors(gb_s).items()}
+                    str(gb_s): {
+                        p: round(e.error, 4) for p, e in errors_at(run, jobs, coefs, gb_s).items()
+                    }
                     for gb_s in (*INTERCONNECTS_GB_S, *needed.values())
                 },
                 "within_25pct_at_or_below_gb_s": needed,

@@ -121,7 +121,8 @@ def comm_s_per_token(
     `flops_per_token` is the pass's compute, against which FSDP hides its transfers."""
     if layout.strategy == "megatron":
         return _megatron(model, gpu, layout, train, lora)
-    return _fsdp(model, gpu, layout, flops_per_token, train, lora)
+    tokens = layout.micro_batch * layout.sequence_tokens
+    return fsdp_exposed_s_per_token(model, gpu, layout.n_gpus, tokens, flops_per_token, train, lora)
 
 
 def tensor_parallel_s_per_token(model: ModelSpec, gpu: GpuSpec, tp: int, train: bool) -> float:
@@ -165,15 +166,3 @@ def _megatron(
         return tensor_parallel
     sync = optimizer_sync_s(model, gpu, layout.tp, layout.pp, layout.dp)
     return tensor_parallel + sync * layout.n_gpus / (layout.mini_batch * layout.sequence_tokens)
-
-
-def _fsdp(
-    model: ModelSpec,
-    gpu: GpuSpec,
-    layout: TrainLayout,
-    flops_per_token: float,
-    train: bool,
-    lora: bool,
-) -> float:
-    tokens = layout.micro_batch * layout.sequence_tokens
-    return fsdp_exposed_s_per_token(model, gpu, layout.n_gpus, tokens, flops_per_token, train, lora)
