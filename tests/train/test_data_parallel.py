@@ -137,7 +137,7 @@ def test_an_inf_in_one_processs_shard_skips_the_step_in_every_process(tmp_path, 
     assert [r["scale"] for r in ranks] == [2.0**15, 2.0**15]  # GradScaler starts at 2^16
 
 
-def write_run(tmp_path: Path, sharding: str = "none") -> Path:
+def write_run(tmp_path: Path, sharding: str = "none", device: str = "auto") -> Path:
     """A policy on disk, prompts, and a two-task config (CRPG with a_bar sampled from the
     reference, PPO with its critic)."""
     tokenizer = tiny_tokenizer()
@@ -172,37 +172,59 @@ def write_run(tmp_path: Path, sharding: str = "none") -> Path:
         "eval_prompts": 4,
         "tensorboard": False,
         "sharding": sharding,
+        "device": device,
     }
     path = tmp_path / "run.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
 
 
-def train_command(config: Path, out: Path, steps: int) -> list[str]:
-    """`rlguard train --nproc 2` on `config` with its output in `out`, for `steps` steps."""
+def train_command(config: Path, out: Path, steps: int, nproc: int = 2) -> list[str]:
+    """`rlguard train --nproc 2` on `config` with its output in `out`, for `steps` steps; with
+    `nproc` 1, `rlguard train` in a group of one process that torchrun launched."""
     raw = yaml.safe_load(config.read_text())
     run = out.parent / f"{out.name}-{steps}.yaml"
     run.write_text(yaml.safe_dump({**raw, "output_dir": str(out), "steps": steps}))
-    return [sys.executable, "-m", "rlguard.cli", "train", str(run), "--nproc", "2"]
+    if nproc == 1:
+        torchrun = ["torch.distributed.run", "--standalone", "--nproc_per_node", "1"]
+        return [sys.executable, "-m", *torchrun, "-m", "rlguard.cli", "train", str(run)]
+    return [sys.executable, "-m", "rlguard.cli", "train", str(run), "--nproc", str(nproc)]
 
 
-def train(config: Path, out: Path, steps: int) -> dict:
-    command = train_command(config, out, steps)
+def train(config: Path, out: Path, steps: int, nproc: int = 2) -> dict:
+    command = train_command(config, out, steps, nproc)
     result = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-4000:]
     summaries = [line for line in result.stdout.splitlines() if line.startswith("{")]
     assert len(summaries) == 1  # printed once, by the main process
     summary = json.loads(summaries[0])
-    assert summary["processes"] == 2 and summary["steps"] == steps
+    assert summary["processes"] == nproc and summary["steps"] == steps
     return summary
 
 
 @pytest.mark.parametrize("sharding", ["none", "fsdp"])
 def test_a_two_process_run_resumes_exactly(tmp_path, cpu_processes, sharding):
-    config = write_run(tmp_path, sharding)
-    train(config, tmp_path / "straight", steps=4)
-    train(config, tmp_path / "resumed", steps=2)  # stops at a checkpoint, then goes on
-    assert train(config, tmp_path / "resumed", steps=4)["resumed_from"] == 2
+    assert_resumes_exactly(tmp_path, write_run(tmp_path, sharding), nproc=2)
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
+def test_fsdp_in_one_launched_process_resumes_exactly(tmp_path, monkeypatch, device):
+    """A group of one process still shards (FSDP2 over a mesh of one) and resumes bit for bit."""
+    paths = [str(SRC), str(TESTS), *filter(None, os.environ.get("PYTHONPATH", "").split(":"))]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    if device == "cpu":
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert_resumes_exactly(tmp_path, write_run(tmp_path, "fsdp", device), nproc=1)
+
+
+def assert_resumes_exactly(tmp_path: Path, config: Path, nproc: int) -> None:
+    """Run `config` 4 steps straight, and 2 steps then resumed to 4: the same weights, AdamW
+    state, eval events and metrics rows, and a checkpoint that loads into whole models."""
+    sharded = yaml.safe_load(config.read_text())["sharding"] == "fsdp"
+    assert train(config, tmp_path / "straight", steps=4, nproc=nproc)["sharded"] == sharded
+    train(config, tmp_path / "resumed", steps=2, nproc=nproc)  # stops at a checkpoint, goes on
+    assert train(config, tmp_path / "resumed", steps=4, nproc=nproc)["resumed_from"] == 2
     final = {}
     for run in ("straight", "resumed"):
         step4 = tmp_path / run / "checkpoints" / "step-000004"

@@ -11,7 +11,6 @@ from rlguard.errors import InputError
 from rlguard.train.devices import check_name, resolve
 
 NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error without CUDA")
-CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 
 @pytest.fixture
@@ -78,7 +77,7 @@ def batch_devices(batch):
     return {t.device for t in tensors if t is not None}
 
 
-@CUDA
+@pytest.mark.cuda
 @pytest.mark.parametrize("optimizer", ["crpg", "crraft", "codpo", "grpo", "ppo"])
 def test_a_cuda_step_keeps_every_tensor_on_the_policy_gpu(world, optimizer):
     """The reference and the reward stay on the CPU: their outputs move to the GPU once."""

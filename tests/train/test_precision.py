@@ -84,7 +84,7 @@ def test_without_fp16_a_checkpoint_has_no_loss_scale(world, tmp_path):
     assert not (saved / "scaler.pt").exists()
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.cuda
 @pytest.mark.parametrize("mode", ["bf16", "fp16"])
 def test_a_mixed_precision_step_on_cuda(world, mode):
     trainer = make_trainer(

@@ -35,6 +35,8 @@ class DataParallel:
         self.device = device
         self.size = int(os.environ.get("WORLD_SIZE", 1))
         self.rank = 0
+        # under a launcher (torchrun sets WORLD_SIZE), even a group of one, which FSDP can shard
+        self.launched = "WORLD_SIZE" in os.environ
         if self.size > 1:
             from accelerate import PartialState
 

@@ -59,11 +59,11 @@ class Gathered:
 
 
 class Sharding:
-    """The trained models whole in every process (`none`, or a single process: every method a
-    pass-through), or FSDP-sharded over the processes."""
+    """The trained models whole in every process (`none`, or a process that no launcher started:
+    every method a pass-through), or FSDP-sharded over the launched processes (one included)."""
 
     def __init__(self, mode: str = "none", processes: DataParallel | None = None) -> None:
-        self.on = mode == "fsdp" and processes is not None and processes.size > 1
+        self.on = mode == "fsdp" and processes is not None and processes.launched
         self.processes = processes
         self.models: list[nn.Module] = []
 

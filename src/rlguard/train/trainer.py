@@ -466,6 +466,7 @@ class CGPOTrainer:
             "stopped": self.stop_reason,
             "preempted": self.preempted,
             "processes": self.processes.size,
+            "sharded": self.sharding.on,
             "wall_s": round(time.perf_counter() - began, 2),
         }
         if main:
