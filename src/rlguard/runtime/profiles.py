@@ -3,13 +3,15 @@ GPU-seconds scoring and training cost per token, on one model and one kind of GP
 
 Profiles are data: the shipped ones (runtime/data/profiles/*.yaml) are derived from datasheet
 bandwidth and FLOPs with every step written beside the number; `rlguard.runtime.profiling`
-measures one on your own hardware. The same rules validate both, so a bad file fails in one line.
+measures one on your own hardware, and those measured on real GPUs ship too
+(runtime/data/profiles/measured/). The same rules validate all, so a bad file fails in one line.
 """
 
 from __future__ import annotations
 
 import math
 from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,8 @@ from rlguard.errors import InputError
 from rlguard.io import write_text
 from rlguard.runtime.datafile import build, read_mapping
 
-PROFILE_DIR = files("rlguard.runtime") / "data" / "profiles"
+PROFILE_DIR = files("rlguard.runtime") / "data" / "profiles"  # derived (sim/roofline.py)
+MEASURED_DIR = PROFILE_DIR / "measured"  # measured on a real GPU (profiling.py)
 DESCRIPTIVE_KEYS = ("model", "hardware", "derivation")  # documentation, not timing fields
 
 
@@ -103,10 +106,18 @@ class TimeProfile:
         return floored * floor + memory
 
 
+def shipped_profile_files() -> dict[str, Traversable]:
+    """Every shipped profile's file by name, the derived ones and the measured ones."""
+    return {
+        p.name.removesuffix(".yaml"): p
+        for folder in (PROFILE_DIR, MEASURED_DIR)
+        for p in folder.iterdir()
+        if p.name.endswith(".yaml")
+    }
+
+
 def shipped_profiles() -> list[str]:
-    return sorted(
-        p.name.removesuffix(".yaml") for p in PROFILE_DIR.iterdir() if p.name.endswith(".yaml")
-    )
+    return sorted(shipped_profile_files())
 
 
 def _from_mapping(raw: dict[str, Any], where: str) -> TimeProfile:
@@ -119,8 +130,8 @@ def load_profile(name_or_path: str | Path) -> TimeProfile:
     path = Path(name_or_path)
     if path.is_file():
         return _from_mapping(read_mapping(path), str(path))
-    shipped = PROFILE_DIR / f"{name_or_path}.yaml"
-    if shipped.is_file():
+    shipped = shipped_profile_files().get(str(name_or_path))
+    if shipped is not None:
         where = f"profile {name_or_path}"
         return _from_mapping(read_mapping(where, shipped.read_text(encoding="utf-8")), where)
     raise InputError(

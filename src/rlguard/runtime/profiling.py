@@ -145,9 +145,11 @@ def save_measured_profile(
     path: Path,
     settings: ProfileSettings,
     model: PreTrainedModel,
-    cold_start_note: str = "given by the caller (not measurable from a model in memory)",
+    derived: dict[str, str] | None = None,
 ) -> None:
-    """Write `profile` in the shipped profiles' YAML format, with how each number was measured."""
+    """Write `profile` in the shipped profiles' YAML format, with how each number was measured;
+    `derived` says how the caller got the numbers it set (`cold_start_s` at least, which cannot
+    be measured from a model in memory)."""
     measured = ", ".join(f"{key}={value}" for key, value in asdict(settings).items())
     derivation = {
         "measured": f"rlguard.runtime.profiling on {platform.machine()} ({model.device}, "
@@ -158,6 +160,15 @@ def save_measured_profile(
         "decode_s_per_seq": "slope of that line",
         "score_s_per_token": "median no-grad forward / tokens",
         "train_s_per_token": "median forward + backward of the LM loss / tokens, no optimizer step",
-        "cold_start_s": cold_start_note,
+        "cold_start_s": "given by the caller (not measurable from a model in memory)",
+        "decode_s_per_context_token": "0: one context length measured (in the per-sequence slope)",
+        "decode_compute_s_per_seq": "0: a measured step already includes its compute",
+        "kv_capacity_tokens": "null: only max_batch binds",
+        "max_batch": "given by the caller",
+        "gpus_per_actor": "given by the caller (the model ran on that many devices)",
+        "phase_switch_s": "0: not measured (a model in one process switches no engine)",
+        "score_s_per_pass": "0: not measured (in the per-token time)",
+        "train_s_per_update": "0: not measured (in the per-token time)",
+        **(derived or {}),
     }
     save_profile(profile, path, derivation)

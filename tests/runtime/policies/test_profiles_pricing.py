@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from rlguard.errors import InputError
 from rlguard.runtime.pricing import Prices, load_prices
 from rlguard.runtime.profiles import (
-    PROFILE_DIR,
     TimeProfile,
     load_profile,
     save_profile,
+    shipped_profile_files,
     shipped_profiles,
 )
 
@@ -45,7 +45,7 @@ def test_every_shipped_profile_loads_and_documents_every_number() -> None:
     for name in names:
         profile = load_profile(name)
         assert profile.name == name
-        raw = yaml.safe_load((PROFILE_DIR / f"{name}.yaml").read_text())
+        raw = yaml.safe_load(shipped_profile_files()[name].read_text())
         timing = set(TimeProfile.__dataclass_fields__) - {"name"}
         assert timing <= set(raw["derivation"]), name
 
