@@ -36,15 +36,19 @@ def shown(job_dir: Path, path: Path) -> str:
 class LineTail:
     """New complete lines of a growing text file, from a kept offset (a partial last line waits).
 
-    A file that shrinks or is replaced (another inode) is read again from its start, with a
+    A file that shrinks, is replaced (another inode) or is rewritten in place (its first bytes
+    changed: verl's FileLogger reopens its file with "wb" on a restart, and the new attempt may
+    have written more than the old one by the next poll) is read again from its start, with a
     `file_replaced` warning; one that disappears gives `file_gone` once, and is read from its
     start if it comes back.
     """
 
+    HEAD = 256  # bytes kept to recognise a file rewritten in place
+
     def __init__(self, path: Path, name: str, warn: Warn) -> None:
         self.path, self.name, self.warn = path, name, warn
         self.offset, self.inode, self.partial = 0, None, b""
-        self.gone = False
+        self.gone, self.head = False, b""
 
     def lines(self) -> list[str]:
         try:
@@ -63,8 +67,12 @@ class LineTail:
         if stat.st_size == self.offset:
             return []
         with open(self.path, "rb") as f:
+            if self.head and f.read(len(self.head)) != self.head:
+                self._restart("was rewritten from its start")
             f.seek(self.offset)
             chunk = f.read(stat.st_size - self.offset)
+        if self.offset < self.HEAD:
+            self.head = (self.head + chunk)[: self.HEAD]
         self.offset += len(chunk)
         *complete, self.partial = (self.partial + chunk).split(b"\n")
         return [line.decode("utf-8", "replace") for line in complete]
@@ -73,4 +81,4 @@ class LineTail:
         if self.offset or self.inode is not None:
             data = {"file": self.name}
             self.warn(WatchWarning("file_replaced", f"{self.name} {why}; reading it again", data))
-        self.offset, self.partial = 0, b""
+        self.offset, self.partial, self.head = 0, b"", b""

@@ -213,7 +213,7 @@ class Watcher:
     def _report(self, step: int, value: float, total: int | None) -> EvalReport:
         if total is None:
             progress = 0.0
-            message = "total steps unknown: progress is reported as 0 (set total_steps)"
+            message = "total steps not known (yet): progress is reported as 0 until they are"
             self.warn_once("no_total_steps", WatchWarning("no_total_steps", message))
         else:
             progress = min(max(step / total, 0.0), 1.0)
