@@ -1,13 +1,17 @@
-"""TensorBoard event files, tailed with tensorboard's own `EventFileLoader`.
+"""TensorBoard event files, tailed with tensorboard's own event file loader.
 
 The loader keeps its file open and its offset, and a record cut short by a writer mid-flush is
 read again whole on the next `Load()` (tensorboard's stub record reader buffers it), so each poll
 reads only what was appended. Event files are found under the watched directory (or directories:
 the path may be a glob, NeMo-RL's `logs/exp_*/tensorboard`) at any depth, so the new file a
 restarted job writes, in the same directory or a new run directory, is picked up; files are read
-in the order they were created (the timestamp in their name). Scalars arrive as tensors after
-tensorboard's read-time migration (torch's SummaryWriter writes `simple_value`, which
-`data_compat` turns into a scalar tensor); both forms are read.
+in the order they were created (the timestamp in their name).
+
+The loader is `LegacyEventFileLoader`: `EventFileLoader` is the same plus a read-time migration
+(`data_compat` turns every `simple_value` into a scalar tensor), which took 40% of the CPU in
+benchmarks/bench_watchers.py. Without it, scalars come in both forms they are written in: torch's
+SummaryWriter (verl, TRL, OpenRLHF, NeMo-RL) writes `simple_value`, TF2's `tf.summary.scalar` a
+scalar tensor; both are read.
 """
 
 from __future__ import annotations
@@ -63,12 +67,14 @@ class TensorBoardReader:
         return sorted(found, key=_created)
 
     def poll(self) -> list[Point]:
-        from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+        from tensorboard.backend.event_processing.event_file_loader import (
+            LegacyEventFileLoader,
+        )
 
         points: list[Point] = []
         for path in self.files():
             if path not in self.loaders:
-                self.loaders[path] = EventFileLoader(str(path))
+                self.loaders[path] = LegacyEventFileLoader(str(path))
         for path, loader in self.loaders.items():
             name = shown(self.job_dir, path)
             if not path.exists():
