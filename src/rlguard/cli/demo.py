@@ -41,10 +41,12 @@ COLUMNS = (
 )
 
 
-def _start_server(data: Path, port: int) -> subprocess.Popen:
+def _start_server(data: Path, port: int, world: Path, sandbox: list[str]) -> subprocess.Popen:
+    """`rlguard serve`, its jobs sandboxed with the world mounted read-only in their view."""
     data.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "rlguard.cli", "serve", "--data-dir", str(data)]
     command += ["--port", str(port), "--gpus", "2", "--k", "2", "--grace-s", "30"]
+    command += ["--mount", f"world={world.resolve()}:ro", *sandbox]
     with (data / "server.log").open("ab") as log:
         server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 120
@@ -91,6 +93,7 @@ def demo(
     from rlguard.lab.experiment import quick_config
     from rlguard.lab.world import build_world
     from rlguard.platform.client import Client
+    from rlguard.platform.jobview import host_problem
     from rlguard.platform.store import Store, default_url
     from rlguard.platform.tenants import create_tenant
 
@@ -100,7 +103,10 @@ def demo(
     world = build_world(out / "world", quick_config().world, progress=not json_out)
     data = out / "platform"
     shutil.rmtree(data, ignore_errors=True)  # a fresh platform each time; the world is kept
-    server = _start_server(data, port)
+    problem = host_problem()
+    if problem and not json_out:  # a demo on a laptop still runs, and says what it lacks
+        console.print(f"[yellow]jobs run unsandboxed (--single-tenant): {problem}[/yellow]")
+    server = _start_server(data, port, world.root, ["--single-tenant"] if problem else [])
     url = f"http://127.0.0.1:{port}"
     try:
         store = Store(default_url(data))
