@@ -12,6 +12,7 @@ and at the stop, and the GPU-hours the stop freed.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -39,6 +40,15 @@ COLUMNS = (
     "gold_at_stop",
     "gpu_hours_freed",
 )
+
+
+def _readable(root: Path) -> None:
+    """Open a built world to every uid (read-only): transformers writes its weights 0600."""
+    for directory, _, files in os.walk(root):
+        os.chmod(directory, os.stat(directory).st_mode | 0o555)
+        for name in files:
+            path = os.path.join(directory, name)
+            os.chmod(path, os.stat(path).st_mode | 0o444)
 
 
 def _start_server(data: Path, port: int, world: Path, sandbox: list[str]) -> subprocess.Popen:
@@ -103,6 +113,7 @@ def demo(
     world = build_world(out / "world", quick_config().world, progress=not json_out)
     data = out / "platform"
     shutil.rmtree(data, ignore_errors=True)  # a fresh platform each time; the world is kept
+    _readable(world.root)  # the jobs read it as their own uids
     problem = host_problem()
     if problem and not json_out:  # a demo on a laptop still runs, and says what it lacks
         console.print(f"[yellow]jobs run unsandboxed (--single-tenant): {problem}[/yellow]")
