@@ -176,6 +176,7 @@ class _Capacity:
 def schedule_pass(policy: str, queued: int, gpus: int, repeats: int) -> dict:
     from rlguard.cluster.registry import RuleParams
     from rlguard.platform import states
+    from rlguard.platform.jobview import Defaults, JobViews
     from rlguard.platform.loop import schedule
     from rlguard.platform.rules import StopRules
     from rlguard.platform.server import build_policy
@@ -187,7 +188,8 @@ def schedule_pass(policy: str, queued: int, gpus: int, repeats: int) -> dict:
     store = Store(f"sqlite:///{data / 'platform.db'}")
     tenants = [create_tenant(store, f"t{i}", gpus)[0] for i in range(4)]
     rules = StopRules(build_policy(policy, {}), "evalstop", RuleParams())
-    platform = Platform(store, _Capacity(gpus), rules, data, "http://127.0.0.1:1")  # type: ignore[arg-type]
+    views = JobViews(False, data, [], "http://127.0.0.1:1", Defaults())
+    platform = Platform(store, _Capacity(gpus), rules, data, "http://127.0.0.1:1", views)  # type: ignore[arg-type]
     decisions = _Decisions()
     platform.launch, platform.preempt = decisions.launched, decisions.preempted  # type: ignore[method-assign]
     rng = np.random.default_rng(0)

@@ -17,6 +17,9 @@ def atomic_path(path: Path) -> Iterator[Path]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
     os.close(fd)
+    # mkstemp makes it 0600; the file in place has the mode a plain write gives (umask 022), so
+    # another uid allowed to read the directory (a sandboxed job, its mounts) can read it
+    os.chmod(tmp, 0o644)
     try:
         yield Path(tmp)
         os.replace(tmp, path)

@@ -21,6 +21,7 @@ from rlguard.platform.client import Client
 
 RLGUARD = [sys.executable, "-m", "rlguard.cli"]
 CURVE_JOB = Path(__file__).with_name("curve_job.py")
+TESTS_MOUNT = f"tests={Path(__file__).resolve().parent}:ro"  # the jobs' scripts, in their view
 
 
 def free_port() -> int:
@@ -34,6 +35,19 @@ def curve_command(scores: list[float], pause_s: float = 0.2, hacked: bool = Fals
     `hacked`: with a proxy reward that keeps rising, and a KL."""
     scores_csv = ",".join(map(str, scores))
     return f"{sys.executable} {CURVE_JOB} {scores_csv} {pause_s}{' hacked' if hacked else ''}"
+
+
+def sandbox_args() -> list[str]:
+    """Sandboxed where the host can (root, bwrap: this project's machines and CI, where a host
+    that cannot is an error); elsewhere the tests run the platform single-tenant."""
+    from rlguard.platform.jobview import host_problem
+
+    problem = host_problem()
+    if problem is None:
+        return []
+    if os.environ.get("CI"):
+        raise RuntimeError(f"CI runs the platform sandboxed, but: {problem}")
+    return ["--single-tenant"]
 
 
 @dataclass
@@ -60,7 +74,8 @@ class LiveServer:
         return ["--data-dir", str(self.data_dir), *(["--db", self.db] if self.db else [])]
 
     def start(self) -> LiveServer:
-        command = [*RLGUARD, "serve", "--port", str(self.port), *self._store_args(), *self.args]
+        command = [*RLGUARD, "serve", "--port", str(self.port), *self._store_args()]
+        command += ["--mount", TESTS_MOUNT, *sandbox_args(), *self.args]
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 120

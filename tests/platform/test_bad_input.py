@@ -25,10 +25,13 @@ CLUSTER_GPUS = 2
 OK = {"command": "true"}
 # The platform replaces a train config's output_dir with the job's own directory, so a config
 # needs none; `rlguard train` does (without one it says `output_dir: Field required` first).
-NO_TASKS = {"policy": {"path": "/nonexistent"}, "tasks": []}
-TASK = {"name": "t", "prompts": "/nonexistent", "reward": {"function": "m:f"}}
+# Missing, but inside the jobs' view (the tests' mount), so what fails is that it is missing.
+MISSING = str(Path(__file__).resolve().parent / "nonexistent")
+NO_TASKS = {"policy": {"path": MISSING}, "tasks": []}
+TASK = {"name": "t", "prompts": MISSING, "reward": {"function": "m:f"}}
 BAD_STEPS = {**NO_TASKS, "tasks": [TASK], "steps": -3}
 MISSING_FILE = {**NO_TASKS, "tasks": [TASK]}
+OUTSIDE_VIEW = {"policy": {"path": "/etc"}, "tasks": [TASK]}  # exists, but not the job's
 # B's token job: dump its environment (its job token) where the test can read it, then idle.
 ENV_JOB = 'env > "$RLGUARD_OUTPUT_DIR/env"; sleep 600'
 
@@ -139,7 +142,15 @@ SUBMISSIONS = [
         {"config": MISSING_FILE},
         422,
         "config.policy.path",
-        ["config: policy.path: no such file or directory /nonexistent"],
+        [f"config: policy.path: no such file or directory {MISSING}"],
+    ),
+    (
+        "train_config_path_outside_the_view",
+        "big",
+        {"config": OUTSIDE_VIEW},
+        422,
+        "config.policy.path",
+        ["config: policy.path: '/etc' is outside this job's view"],
     ),
     (
         "train_config_unknown_stage",

@@ -71,7 +71,7 @@ def test_killed_server_reattaches_its_running_jobs(live_server, store_url):
         job = _check_exactly_once(client, job_id)
         assert job["attempts"] == 1  # reattached, not restarted
         assert len(_runs(server, job_id)) == 1
-    log = (server.data_dir / "jobs" / jobs[0] / "logs" / "attempt-1.log").read_text()
+    log = (server.data_dir / "logs" / jobs[0] / "attempt-1.log").read_text()
     assert log.count("attempt 1 from step 0") == 1 and "done" in log
 
 
@@ -90,6 +90,6 @@ def test_jobs_lost_with_ray_requeue_and_resume_from_their_checkpoint(live_server
         assert job["attempts"] == 2
         runs = _runs(server, job_id)
         _no_overlap(runs)
-        second = (server.data_dir / "jobs" / job_id / "logs" / "attempt-2.log").read_text()
+        second = (server.data_dir / "logs" / job_id / "attempt-2.log").read_text()
         resumed_from = int(second.split("from step ")[1].split()[0])
         assert resumed_from >= 4  # it continued from its checkpoint, not from the start

@@ -4,6 +4,7 @@ one, later resumes, and ends with exactly the weights of an uninterrupted run of
 
 from __future__ import annotations
 
+import subprocess
 import time
 
 import pytest
@@ -36,7 +37,13 @@ def _state_times(client, job_id, status):
 
 def test_a_preempted_job_resumes_to_the_uninterrupted_weights(live_server, tmp_path):
     policy = sft_toy(tmp_path / "toy", seed=1, epochs=2)
-    server = live_server("--gpus", "2", "--policy", "tiresias", "--policy-args", TIRESIAS)
+    # The jobs' configs read the toy world there, as their own uids (transformers writes its
+    # weights 0600, so the operator's data is opened up as any shared model directory would be)
+    subprocess.run(["chmod", "-R", "a+rX", str(tmp_path / "toy")], check=True)
+    toy = f"toy={tmp_path / 'toy'}:ro"
+    server = live_server(
+        "--gpus", "2", "--policy", "tiresias", "--policy-args", TIRESIAS, "--mount", toy
+    )
     _, key = server.tenant("acme", quota_gpus=2)
     client = server.client(key)
     straight = client.submit({"config": _config(tmp_path / "toy", policy, "straight"), "gpus": 2})

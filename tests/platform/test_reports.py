@@ -11,6 +11,7 @@ from sqlalchemy import func, select
 from rlguard.cluster.registry import RuleParams, build_policy
 from rlguard.platform import reports as reports_module
 from rlguard.platform.db import Decision, Event, Tenant
+from rlguard.platform.jobview import Defaults, JobViews
 from rlguard.platform.reports import Reports
 from rlguard.platform.rules import StopRules
 from rlguard.platform.schemas import EvalReport, JobCreate
@@ -29,7 +30,7 @@ class RecordingExecutor:
     def capacity(self) -> int:
         return 2
 
-    def launch(self, run_id, argv, env, cwd, log_path, gpus, cpus):  # type: ignore[no-untyped-def]
+    def launch(self, run_id, argv, env, cwd, log_path, gpus, cpus, sandbox):  # type: ignore[no-untyped-def]
         self.env[env["RLGUARD_JOB_ID"]] = env
         return run_id
 
@@ -41,7 +42,8 @@ class RecordingExecutor:
 def platform(tmp_path) -> Platform:
     store = Store(f"sqlite:///{tmp_path / 'platform.db'}")
     rules = StopRules(build_policy("fifo", {}), "evalstop", RuleParams(k=2, min_delta=0, warmup=0))
-    yield Platform(store, RecordingExecutor(), rules, tmp_path, "http://127.0.0.1:1")  # type: ignore[arg-type]
+    views = JobViews(False, tmp_path, [], "http://127.0.0.1:1", Defaults())
+    yield Platform(store, RecordingExecutor(), rules, tmp_path, "http://127.0.0.1:1", views)  # type: ignore[arg-type]
     store.close()
 
 

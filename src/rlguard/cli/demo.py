@@ -12,6 +12,7 @@ and at the stop, and the GPU-hours the stop freed.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -41,10 +42,21 @@ COLUMNS = (
 )
 
 
-def _start_server(data: Path, port: int) -> subprocess.Popen:
+def _readable(root: Path) -> None:
+    """Open a built world to every uid (read-only): transformers writes its weights 0600."""
+    for directory, _, files in os.walk(root):
+        os.chmod(directory, os.stat(directory).st_mode | 0o555)
+        for name in files:
+            path = os.path.join(directory, name)
+            os.chmod(path, os.stat(path).st_mode | 0o444)
+
+
+def _start_server(data: Path, port: int, world: Path, sandbox: list[str]) -> subprocess.Popen:
+    """`rlguard serve`, its jobs sandboxed with the world mounted read-only in their view."""
     data.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "rlguard.cli", "serve", "--data-dir", str(data)]
     command += ["--port", str(port), "--gpus", "2", "--k", "2", "--grace-s", "30"]
+    command += ["--mount", f"world={world.resolve()}:ro", *sandbox]
     with (data / "server.log").open("ab") as log:
         server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 120
@@ -91,6 +103,7 @@ def demo(
     from rlguard.lab.experiment import quick_config
     from rlguard.lab.world import build_world
     from rlguard.platform.client import Client
+    from rlguard.platform.jobview import host_problem
     from rlguard.platform.store import Store, default_url
     from rlguard.platform.tenants import create_tenant
 
@@ -100,7 +113,11 @@ def demo(
     world = build_world(out / "world", quick_config().world, progress=not json_out)
     data = out / "platform"
     shutil.rmtree(data, ignore_errors=True)  # a fresh platform each time; the world is kept
-    server = _start_server(data, port)
+    _readable(world.root)  # the jobs read it as their own uids
+    problem = host_problem()
+    if problem and not json_out:  # a demo on a laptop still runs, and says what it lacks
+        console.print(f"[yellow]jobs run unsandboxed (--single-tenant): {problem}[/yellow]")
+    server = _start_server(data, port, world.root, ["--single-tenant"] if problem else [])
     url = f"http://127.0.0.1:{port}"
     try:
         store = Store(default_url(data))

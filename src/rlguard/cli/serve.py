@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -34,17 +35,44 @@ def serve(
     port: Annotated[int, typer.Option(min=1, max=65535)] = 8321,
     data_dir: DataDir = Path("runs/platform"),
     grace_s: Annotated[float, typer.Option(min=0, help="stop grace before SIGKILL")] = 30.0,
+    mount: Annotated[
+        list[str] | None,
+        typer.Option(help="[TENANT/]NAME=PATH:ro, read-only in jobs' view (repeatable)"),
+    ] = None,
+    single_tenant: Annotated[
+        bool, typer.Option(help="run jobs unsandboxed, as the server's user (one trust domain)")
+    ] = False,
+    job_memory_mb: Annotated[int, typer.Option(min=64, help="a job's default memory")] = 16384,
+    job_pids: Annotated[int, typer.Option(min=16, help="processes and threads per job")] = 4096,
+    job_disk_mb: Annotated[int, typer.Option(min=1, help="a job directory's size limit")] = 51200,
+    job_tmp_mb: Annotated[int, typer.Option(min=1, help="a job's /tmp and /dev/shm")] = 1024,
 ) -> None:
     """Run the platform: HTTP API, scheduler and Ray executor (Ctrl-C stops it gracefully)."""
     from rlguard.cluster.registry import BASES, RuleParams
-    from rlguard.platform.server import ServeConfig
-    from rlguard.platform.server import serve as run_server
+    from rlguard.platform.jobview import Defaults, host_problem
+    from rlguard.platform.mounts import check_mounts, parse_mount
 
     names(policy, list(BASES), "--policy", allow_many=False)
     args = parse_policy_args(policy_args)
     if gpus < 1:
         raise InputError(f"option --gpus: must be >= 1 (got {gpus})")
     params = validated(RuleParams, k=k, min_delta=min_delta, warmup=warmup)
+    mounts = [parse_mount(m) for m in mount or []]
+    check_mounts(mounts, data_dir)
+    problem = None if single_tenant else host_problem()
+    if problem:
+        raise InputError(
+            f"cannot sandbox jobs on this host: {problem}; pass --single-tenant to run every "
+            "job unsandboxed as the server's user"
+        )
+    if address is None:  # Ray reads its auth mode once, when imported: set it before that
+        from rlguard.platform.ray_head import auth_env
+
+        data_dir.mkdir(parents=True, exist_ok=True)
+        os.environ.update(auth_env(data_dir))
+    from rlguard.platform.server import ServeConfig
+    from rlguard.platform.server import serve as run_server
+
     cfg = ServeConfig(
         data_dir=data_dir,
         db=db,
@@ -57,6 +85,9 @@ def serve(
         host=host,
         port=port,
         grace_s=grace_s,
+        mounts=tuple(mounts),
+        single_tenant=single_tenant,
+        limits=Defaults(job_memory_mb, job_pids, job_disk_mb, job_tmp_mb),
     )
     run_server(cfg)
 

@@ -44,15 +44,28 @@ def _checked(response: httpx.Response) -> Any:
     return response.text
 
 
+def _http(url: str, secret: str, timeout: float, socket: str | None) -> httpx.Client:
+    """An HTTP client of the platform: over TCP to `url`, or over the unix socket a sandboxed
+    job is given (`RLGUARD_SOCKET`: the job has no other way out)."""
+    transport = None if socket is None else httpx.HTTPTransport(uds=socket)
+    return httpx.Client(
+        base_url=url,
+        headers={"Authorization": f"Bearer {secret}"},
+        timeout=timeout,
+        transport=transport,
+    )
+
+
 class Client:
-    def __init__(self, url: str, api_key: str, timeout: float = 30.0) -> None:
-        self.http = httpx.Client(
-            base_url=url, headers={"Authorization": f"Bearer {api_key}"}, timeout=timeout
-        )
+    def __init__(
+        self, url: str, api_key: str, timeout: float = 30.0, socket: str | None = None
+    ) -> None:
+        self.http = _http(url, api_key, timeout, socket)
 
     @classmethod
     def from_env(cls) -> Client:
-        return cls(os.environ["RLGUARD_URL"], os.environ["RLGUARD_API_KEY"])
+        env = os.environ
+        return cls(env["RLGUARD_URL"], env["RLGUARD_API_KEY"], socket=env.get("RLGUARD_SOCKET"))
 
     def submit(self, body: dict[str, Any]) -> dict[str, Any]:
         return _checked(self.http.post("/v1/jobs", json=body))
@@ -126,11 +139,16 @@ class Client:
 class JobReporter:
     """A running job's side: report evals and checkpoints with the job's own token."""
 
-    def __init__(self, url: str, job_id: str, token: str, retry_s: float = RETRY_S) -> None:
+    def __init__(
+        self,
+        url: str,
+        job_id: str,
+        token: str,
+        retry_s: float = RETRY_S,
+        socket: str | None = None,
+    ) -> None:
         self.job_id, self.retry_s = job_id, retry_s
-        self.http = httpx.Client(
-            base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=30.0
-        )
+        self.http = _http(url, token, 30.0, socket)
 
     @classmethod
     def from_env(cls) -> JobReporter | None:
@@ -138,7 +156,10 @@ class JobReporter:
         env = os.environ
         if not {"RLGUARD_URL", "RLGUARD_JOB_ID", "RLGUARD_JOB_TOKEN"} <= env.keys():
             return None
-        return cls(env["RLGUARD_URL"], env["RLGUARD_JOB_ID"], env["RLGUARD_JOB_TOKEN"])
+        socket = env.get("RLGUARD_SOCKET")
+        return cls(
+            env["RLGUARD_URL"], env["RLGUARD_JOB_ID"], env["RLGUARD_JOB_TOKEN"], socket=socket
+        )
 
     def _post(self, path: str, body: dict[str, Any]) -> Any:
         """POST, retrying while the server is unreachable or restarting (5xx)."""

@@ -64,6 +64,8 @@ class Job(Base):
     created_at: Mapped[float] = mapped_column(Float)
     started_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     finished_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    uid: Mapped[int | None] = mapped_column(Integer, index=True, unique=True, nullable=True)
+    sandbox: Mapped[str | None] = mapped_column(String(40), nullable=True)  # what its runs got
 
 
 class Run(Base):

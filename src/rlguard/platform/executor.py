@@ -1,11 +1,13 @@
 """Jobs as Ray work: one detached Ray actor per run, holding the run's GPUs and CPUs.
 
-The actor starts the job's command as a child process in its own process group, with stdout and
-stderr in the run's log file and `CUDA_VISIBLE_DEVICES` as Ray assigned it. The actor is named
-after the run and detached, so it survives a restart of the server, which finds it again by name
-(`reattach`); a second actor of the same name cannot exist, so a run never runs twice. Stopping
-is cooperative first (SIGTERM to the group: a trainer checkpoints and exits), then SIGKILL after
-the grace period; killing the actor frees its resources in Ray at once.
+The actor starts the job's command as a child process, in the run's sandbox (sandbox.py: its
+own uid, view, PID and network namespaces; joblimits.py: its cgroup and disk watch; apiforward.py:
+the API's socket) or, single-tenant, in its own process group; stdout and stderr go to the run's
+log file and `CUDA_VISIBLE_DEVICES` is as Ray assigned it. The actor is named after the run and
+detached, so it survives a restart of the server, which finds it again by name (`reattach`); a
+second actor of the same name cannot exist, so a run never runs twice. Stopping is cooperative
+first (SIGTERM: a trainer checkpoints and exits), then SIGKILL after the grace period; killing
+the actor frees its resources in Ray at once.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +26,10 @@ from typing import Any
 
 import ray
 
+from rlguard.platform.apiforward import ApiForward
+from rlguard.platform.joblimits import Cgroup, DiskWatch, set_rlimits
 from rlguard.platform.ray_head import NAMESPACE
+from rlguard.platform.sandbox import API_SOCKET, JobSandbox, bwrap_argv, gpu_nodes
 
 PR_SET_PDEATHSIG = 1
 
@@ -34,31 +41,114 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-class JobProcess:
-    """The Ray actor of one run (a threaded actor: `wait` blocks while `terminate` is called)."""
+ENV_KEPT = (
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "PYTHONPATH",
+    "PYTHONHASHSEED",
+    "CUDA_VISIBLE_DEVICES",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "HF_HUB_OFFLINE",
+    "HF_DATASETS_OFFLINE",
+    "TRANSFORMERS_OFFLINE",
+    "TOKENIZERS_PARALLELISM",
+)
+"""What a sandboxed job inherits of the actor's environment; the rest (Ray's token path, the
+operator's keys and store URL) stays outside."""
 
-    def __init__(self, argv: list[str], env: dict[str, str], cwd: str, log_path: str) -> None:
+
+def sandbox_env(env: dict[str, str]) -> dict[str, str]:
+    kept = {k: os.environ[k] for k in ENV_KEPT if k in os.environ}
+    home = {"HOME": "/tmp", "TMPDIR": "/tmp", "USER": "job", "LOGNAME": "job"}
+    return {**kept, **home, **env, "RLGUARD_SOCKET": API_SOCKET}
+
+
+class JobProcess:
+    """The Ray actor of one run (a threaded actor: `wait` blocks while `terminate` is called).
+
+    With a sandbox, the process is bwrap (sandbox.py) and the job runs as the sandbox's uid;
+    signals then go to every process of that uid (`kill(-1)` from that uid), which reaches all
+    of the job however it regrouped itself, and SIGKILL also goes to bwrap's group, whose PID
+    namespace dies with it. Without one (single-tenant), to the job's process group as before.
+    """
+
+    def __init__(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: str,
+        log_path: str,
+        sandbox: JobSandbox | None = None,
+    ) -> None:
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-        with open(log_path, "ab") as log:
-            self.process = subprocess.Popen(
-                argv,
-                cwd=cwd,
-                env={**os.environ, **env},
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=_die_with_parent,
-            )
+        self.sandbox, self.log_path = sandbox, log_path
+        self.forward: ApiForward | None = None
+        self.cgroup: Cgroup | None = None
+        self.watch: DiskWatch | None = None
+        try:
+            preexec = self._confine(argv, env, cwd) if sandbox else _die_with_parent
+            if sandbox:
+                argv, env = self.argv, sandbox_env(env)
+            else:
+                env = {**os.environ, **env}
+            with open(log_path, "ab") as log:
+                self.process = subprocess.Popen(
+                    argv,
+                    cwd=cwd,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    preexec_fn=preexec,
+                )
+        except BaseException:
+            self._clean()
+            raise
+        if self.watch is not None:
+            self.watch.start()
+
+    def _confine(self, argv: list[str], env: dict[str, str], cwd: str):  # type: ignore[no-untyped-def]
+        """Set up the run's socket, cgroup and disk watch; the child's pre-exec step."""
+        sandbox = self.sandbox
+        assert sandbox is not None
+        self.run_dir = tempfile.mkdtemp(prefix="rlguard-run-")
+        socket_path = os.path.join(self.run_dir, "api.sock")
+        self.forward = ApiForward(socket_path, sandbox.api_url)
+        self.cgroup = Cgroup(os.path.basename(self.run_dir), sandbox.limits)
+        self.watch = DiskWatch(Path(sandbox.job_dir), sandbox.limits.disk_bytes, self._over_disk)
+        gpus = [str(i) for i in ray.get_gpu_ids()] if ray.is_initialized() else []
+        self.argv = bwrap_argv(sandbox, argv, cwd, socket_path, gpu_nodes(gpus))
+        cgroup, limits = self.cgroup, sandbox.limits
+
+        def preexec() -> None:
+            _die_with_parent()
+            cgroup.join()
+            set_rlimits(limits)
+
+        return preexec
+
+    def _over_disk(self, message: str) -> None:
+        """Kill first, then say why: the log's last line is the job's error message."""
+        self._signal(signal.SIGKILL)
+        self.process.wait()
+        with open(self.log_path, "a") as log:
+            log.write(message + "\n")
 
     def pid(self) -> int:
         return self.process.pid
 
     def wait(self) -> int:
-        return self.process.wait()
+        code = self.process.wait()
+        self._clean()
+        return code
 
     def terminate(self, grace_s: float) -> int:
-        """SIGTERM the job's process group, SIGKILL it after `grace_s`; the exit code."""
+        """SIGTERM the job, SIGKILL it after `grace_s`; the exit code."""
         self._signal(signal.SIGTERM)
         try:
             return self.process.wait(timeout=grace_s)
@@ -67,8 +157,44 @@ class JobProcess:
             return self.process.wait()
 
     def _signal(self, signum: int) -> None:
+        if self.sandbox is not None and signum != signal.SIGKILL:
+            signal_uid(self.sandbox.uid, signum)  # bwrap lives on to pass the exit code back
+            return
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signum)
+            os.killpg(self.process.pid, signum)  # with bwrap's, its PID namespace dies at once
+        if self.sandbox is not None:
+            signal_uid(self.sandbox.uid, signum)  # and whatever of the uid is left
+
+    def _clean(self) -> None:
+        if self.watch is not None:
+            self.watch.done.set()
+            if self.watch.is_alive():  # it may be writing why it killed the job: let it finish
+                self.watch.join()
+        if self.forward is not None:
+            self.forward.close()
+        if self.cgroup is not None:
+            self.cgroup.remove()
+        if self.sandbox is not None and getattr(self, "run_dir", None):
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+
+
+def signal_uid(uid: int, signum: int) -> None:
+    """Send `signum` to every process of `uid` (a job's own uid: all of that job): procps'
+    `kill -SIG -1` (kill(2) with pid -1) run as that uid. A system binary, because the uid may
+    not be allowed to run the platform's interpreter (pyenv under /root)."""
+    name = signal.Signals(signum).name.removeprefix("SIG")
+    with contextlib.suppress(subprocess.SubprocessError, OSError):
+        subprocess.run(
+            [shutil.which("kill") or "/bin/kill", f"-{name}", "-1"],
+            user=uid,
+            group=uid,
+            extra_groups=[],
+            env={"PATH": "/usr/bin:/bin"},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=10,
+        )
 
 
 @dataclass
@@ -109,6 +235,7 @@ class RayExecutor:
         log_path: Path,
         gpus: int,
         cpus: float,
+        sandbox: JobSandbox | None = None,
     ) -> RunHandle:
         actor = self._actor.options(
             name=actor_name(run_id),
@@ -117,7 +244,7 @@ class RayExecutor:
             num_cpus=cpus,
             max_concurrency=4,
             max_restarts=0,
-        ).remote(argv, env, str(cwd), str(log_path))
+        ).remote(argv, env, str(cwd), str(log_path), sandbox)
         return RunHandle(run_id, actor, actor.wait.remote())
 
     def reattach(self, run_id: str) -> RunHandle | None:

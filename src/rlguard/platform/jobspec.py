@@ -2,14 +2,14 @@
 
 A train job is any `rlguard train` stage config, validated here with the CLI's own parser (so
 the API answers with the CLI's one-line field messages) and run as `rlguard train` on a copy
-whose `output_dir` is the job's own directory, from the server's working directory (relative
-paths in a config mean what they mean to `rlguard train` run there). A command job runs its shell
-command in the job's directory.
+whose `output_dir` is the job's own directory; every path it reads must be absolute and inside
+the job's view (mounts.py). Both kinds run in the job's directory.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,24 +31,27 @@ class Admitted:
     spec: dict[str, Any]  # the body to store (train configs with output_dir set)
 
 
-def admit_spec(body: JobCreate, job_dir: Path) -> Admitted:
-    """Validate a submission; InputError names the field (`config.tasks.0.k: ...`)."""
+def admit_spec(
+    body: JobCreate, job_dir: Path, vet_paths: Callable[[list[tuple[str, str]]], None]
+) -> Admitted:
+    """Validate a submission; InputError names the field (`config.tasks.0.k: ...`). A train
+    config's paths go through `vet_paths` (the job's view) before anything touches them."""
     spec = body.model_dump(mode="json")
     if body.command is not None:
         return Admitted("command", body.kind or "rlhf", spec)
     from rlguard.train.stages import parse_stage
 
     config = {**body.config, "output_dir": str(job_dir / OUTPUT)}  # type: ignore[dict-item]
-    stage, _ = parse_stage(config, "config")
+    stage, _ = parse_stage(config, "config", vet_paths)
     spec["config"] = config
     return Admitted("train", STAGE_KINDS[stage], spec)
 
 
-def argv(kind: str, spec: dict[str, Any], job_dir: Path) -> list[str]:
-    """The run's command line; a train job's config is written beside it."""
+def argv(kind: str, spec: dict[str, Any], config: Path) -> list[str]:
+    """The run's command line; a train job's config is written to `config` (the platform's
+    file, outside the job's directory, so the job cannot swap it for a link root follows)."""
     if kind == "command":
         return ["bash", "-c", spec["command"]]
-    config = job_dir / "config.yaml"
     if not config.is_file():
         write_text(config, yaml.safe_dump(spec["config"], sort_keys=False))
     return [sys.executable, "-m", "rlguard.cli", "train", str(config), "--no-progress"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -56,6 +57,23 @@ def _ray_command() -> str:
     return found
 
 
+def token_path(data_dir: Path) -> Path:
+    """The local head's token: Ray's token authentication (RAY_AUTH_MODE=token) on every
+    connection to its control plane; 0600 in the 0700 data directory, so only the platform's
+    user reads it (sandboxed jobs cannot reach Ray's ports at all)."""
+    return data_dir / "ray-token"
+
+
+def auth_env(data_dir: Path) -> dict[str, str]:
+    """What a process of the platform needs in its environment to speak to the local head."""
+    path = token_path(data_dir)
+    if not path.is_file():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(32))
+    return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(path.resolve())}
+
+
 def local_head(data_dir: Path, gpus: int, cpus: int) -> str:
     """The address of this data directory's local Ray head, started if none is running."""
     record = data_dir / "ray-head.json"
@@ -85,9 +103,8 @@ def local_head(data_dir: Path, gpus: int, cpus: int) -> str:
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
-        # A head on loopback for this host's server, as `ray.init()` starts one (without token
-        # authentication; with its own temp dir Ray would otherwise turn it on).
-        env={**os.environ, "RAY_AUTH_MODE": "disabled"},
+        # A head on loopback for this host's server, with token authentication.
+        env={**os.environ, **auth_env(data_dir)},
         start_new_session=True,  # outlives a killed server, so jobs can be reattached
     )
     address = f"127.0.0.1:{port}"

@@ -45,6 +45,9 @@ class JobCreate(Strict):
     )
     gpus: int = Field(1, ge=1, le=MAX_GPUS_PER_JOB)
     cpus: Finite = Field(1.0, ge=0, le=256)
+    memory_mb: int | None = Field(
+        None, ge=64, le=16 * 1024 * 1024, strict=True, description="memory limit (sandboxed)"
+    )
     estimate_s: Finite | None = Field(None, gt=0, description="the user's runtime estimate")
     env: dict[str, str] = Field(default_factory=dict, description="command jobs: extra variables")
     stop_policy: StopPolicy = Field(default_factory=StopPolicy)

@@ -17,15 +17,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from rlguard.errors import InputError
 from rlguard.platform import jobspec, states
 from rlguard.platform.db import Event, Job, Run, Tenant
 from rlguard.platform.executor import RayExecutor, RunHandle
+from rlguard.platform.jobview import JobViews
 from rlguard.platform.keys import JOB_TOKEN_PREFIX, digest, new_id, new_secret
 from rlguard.platform.live_table import LiveTable
 from rlguard.platform.rules import JobRule, StopRules
+from rlguard.platform.sandbox import UID_BASE
 from rlguard.platform.schemas import JobCreate
 from rlguard.platform.store import Store
 
@@ -89,13 +92,12 @@ class Platform:
         rules: StopRules,
         data_dir: Path,
         url: str,
+        views: JobViews,
         grace_s: float = 30.0,
     ) -> None:
         self.store, self.executor, self.rules = store, executor, rules
         self.data_dir, self.url, self.grace_s = data_dir.resolve(), url, grace_s
-        # Train configs name paths as `rlguard train` would read them here: relative to the
-        # server's working directory. Command jobs run in their own directory.
-        self.workdir = Path.cwd()
+        self.views = views  # what each job sees, and as whom it runs
         self.lock = threading.RLock()
         self.table = LiveTable()
         self.active: dict[str, Active] = {}
@@ -108,7 +110,11 @@ class Platform:
         return self.data_dir / "jobs" / job_id
 
     def log_path(self, job_id: str, attempt: int) -> Path:
-        return self.job_dir(job_id) / "logs" / f"attempt-{attempt}.log"
+        """The platform's, beside the job's directory: the job cannot touch it."""
+        return self.data_dir / "logs" / job_id / f"attempt-{attempt}.log"
+
+    def config_path(self, job_id: str) -> Path:
+        return self.data_dir / "configs" / f"{job_id}.yaml"
 
     @staticmethod
     def next_event(
@@ -151,7 +157,8 @@ class Platform:
     def submit(self, tenant: Tenant, body: JobCreate) -> str:
         """Validate and queue a job; the store holds it (committed) when this returns."""
         job_id = new_id("job")
-        admitted = jobspec.admit_spec(body, self.job_dir(job_id))
+        job_dir = self.job_dir(job_id)
+        admitted = jobspec.admit_spec(body, job_dir, self.views.vet(tenant.name, job_dir))
         rule = self.rules.resolve(body.stop_policy.model_dump(exclude_none=True))
         if body.gpus > tenant.quota_gpus:
             raise InputError(
@@ -177,6 +184,7 @@ class Platform:
                 status=states.VALIDATING,
                 last_seq=0,
                 created_at=now,
+                sandbox=self.views.label,
             )
             s.add(job)
             s.flush()
@@ -240,6 +248,11 @@ class Platform:
                 started_at=time.time(),
             )
             s.add(run)
+            if job.uid is None:  # one uid per job, for all its attempts; never reused
+                newest = s.scalar(select(func.max(Job.uid)))
+                job.uid = UID_BASE if newest is None else newest + 1
+            job.sandbox = self.views.label
+            tenant = s.get(Tenant, job.tenant_id).name
             job.token_digest = digest(token)
             job.started_at = job.started_at or run.started_at
             self.set_status(s, job, states.STARTING, f"attempt {attempt}")
@@ -256,17 +269,27 @@ class Platform:
             "PYTHONUNBUFFERED": "1",
             **job.spec.get("env", {}),
         }
-        directory = self.job_dir(job_id)
-        (directory / jobspec.OUTPUT).mkdir(parents=True, exist_ok=True)
+        directory, config = self.job_dir(job_id), self.config_path(job_id)
         try:
+            (directory / jobspec.OUTPUT).mkdir(parents=True, exist_ok=True)
+            self.views.hand_over(directory, job.uid)
+            sandbox = self.views.sandbox(
+                job.uid,
+                tenant,
+                directory,
+                active.cpus,
+                job.spec.get("memory_mb"),
+                files=(str(config),) if job.kind == "train" else (),
+            )
             active.handle = self.executor.launch(
                 run.id,
-                jobspec.argv(job.kind, job.spec, directory),
+                jobspec.argv(job.kind, job.spec, config),
                 env,
-                directory if job.kind == "command" else self.workdir,
+                directory,
                 self.log_path(job_id, attempt),
                 active.gpus,
                 active.cpus,
+                sandbox,
             )
         except Exception:  # Ray refused the actor: the run is lost, as if it had died at once
             log.exception("launching %s failed", run.id)

@@ -44,6 +44,7 @@ def job_view(
         "gpu_hours": round(job.gpu_seconds / 3600, 6),
         "gpu_hours_freed": round(job.gpu_hours_freed, 6),
         "attempts": attempts,
+        "sandbox": job.sandbox,  # "bwrap", or "none (single-tenant)"
         "created_at": stamp(job.created_at),
         "started_at": stamp(job.started_at),
         "finished_at": stamp(job.finished_at),

@@ -6,6 +6,7 @@ path it names is checked, with the one-line field messages of `rlguard.train.con
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,14 @@ from rlguard.train.config import CGPOConfig, check_paths, parse_config
 STAGES = ("sft", "reward", "dpo", "cgpo")
 
 
-def parse_stage(raw: dict[str, Any], source: Path | str) -> tuple[str, BaseModel]:
-    """(stage, validated config) of a raw stage config; InputError naming source and field."""
+def parse_stage(
+    raw: dict[str, Any],
+    source: Path | str,
+    vet_paths: Callable[[list[tuple[str, str]]], None] | None = None,
+) -> tuple[str, BaseModel]:
+    """(stage, validated config) of a raw stage config; InputError naming source and field.
+    `vet_paths` sees the config's local paths before anything checks they exist (the platform
+    refuses paths outside a job's view without touching them)."""
     raw = dict(raw)
     stage = raw.pop("stage", "cgpo")
     if stage not in STAGES:
@@ -32,5 +39,7 @@ def parse_stage(raw: dict[str, Any], source: Path | str) -> tuple[str, BaseModel
 
         model = {"sft": SFTConfig, "reward": RewardModelConfig, "dpo": DPOConfig}[stage]
         config = parse_config(model, {**raw, "stage": stage}, source)
+    if vet_paths is not None:
+        vet_paths(config.local_paths())  # type: ignore[attr-defined]
     check_paths(config.local_paths(), source)  # type: ignore[attr-defined]
     return stage, config

@@ -26,6 +26,7 @@ export async function showJob(view, { api }, id) {
     el("h1", { text: job.id }),
     el("span", { class: `state ${job.status}`, id: "job-state", text: job.status }),
     el("span", { class: "muted", text: `${job.tenant_name} · ${job.gpus} GPU · ` +
+      `sandbox: ${job.sandbox || "unknown"} · ` +
       `${duration(runningSeconds(job))}${job.stop_reason ? ` · ${job.stop_reason}` : ""}` }));
   drawHeader();
   const chart = evalChart(chartBox, evals, job, stops);

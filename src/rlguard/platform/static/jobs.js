@@ -23,8 +23,8 @@ export async function showJobs(view, { api, admin, usage }) {
     el("div", { class: "toolbar" }, el("h1", { text: "Jobs" }), count, state, tenant),
     canSubmit ? submitForm(api, jobs, render) : null,
     el("div", { class: "scroll" }, el("table", { id: "jobs" },
-      el("thead", {}, el("tr", {}, ...["Job", "State", "Tenant", "Queue", "GPUs", "Running",
-        "Latest eval", "Stop reason", ""].map((h) => el("th", { scope: "col", text: h })))),
+      el("thead", {}, el("tr", {}, ...["Job", "State", "Tenant", "Queue", "GPUs", "Sandbox",
+        "Running", "Latest eval", "Stop reason", ""].map((h) => el("th", { scope: "col", text: h })))),
       body)),
   );
 
@@ -49,6 +49,7 @@ export async function showJobs(view, { api, admin, usage }) {
       el("td", { text: job.tenant_name }),
       el("td", { text: job.queue_position ?? "" }),
       el("td", { class: "num", text: job.gpus }),
+      el("td", { class: job.sandbox === "bwrap" ? "sandbox" : "sandbox none", text: job.sandbox || "" }),
       el("td", { class: "num", "data-running": "", text: duration(runningSeconds(job)) }),
       el("td", { class: "num", text: latest ? `${score(latest.score)} @ ${latest.step}` : "" }),
       el("td", { class: "reason", text: job.stop_reason || "" }),

@@ -1,0 +1,161 @@
+"""One run's resource limits: a cgroup for memory, pids and CPU, rlimits, and a disk watch.
+
+Which cgroup applies depends on the node, and `describe()` says it:
+  * cgroup v2, where /sys/fs/cgroup is the unified hierarchy and its memory, pids and cpu
+    controllers can be enabled for a child (`memory.max`, `pids.max`, `cpu.max`);
+  * else cgroup v1, where its memory, pids and cpu hierarchies are mounted writable
+    (`memory.limit_in_bytes`, `pids.max`, `cpu.cfs_quota_us`);
+  * else none: memory and CPU are then not limited per job (the node's OOM killer picks), and
+    pids only by RLIMIT_NPROC.
+Always: RLIMIT_NPROC (per uid, and each job has its own uid, so it counts that job alone),
+RLIMIT_FSIZE (no file larger than the disk limit), no core dumps. The job directory's total size
+is watched by the actor (`DiskWatch`, 4 looks a second): a job past its disk limit is killed,
+with a line in its log saying why, so one job cannot fill the disk other jobs write to. It is
+polled, so a job can overshoot by what it writes between two looks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from rlguard.platform.sandbox import Limits
+
+ROOT = Path("/sys/fs/cgroup")
+PARENT = "rlguard-jobs"
+CONTROLLERS = ("memory", "pids", "cpu")
+PERIOD_US = 100_000
+
+
+def _write(path: Path, value: str) -> None:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, value.encode())
+    finally:
+        os.close(fd)
+
+
+def _v2_ready() -> bool:
+    controllers = ROOT / "cgroup.controllers"
+    if not controllers.is_file():
+        return False
+    return set(CONTROLLERS) <= set(controllers.read_text().split())
+
+
+def _v1_roots() -> dict[str, Path]:
+    roots = {c: ROOT / c for c in CONTROLLERS}
+    if all(p.is_dir() and os.access(p, os.W_OK) for p in roots.values()):
+        return roots
+    return {}
+
+
+def describe() -> str:
+    """Which limits a run on this node gets."""
+    if _v2_ready():
+        return "cgroup v2 (memory, pids, cpu)"
+    if _v1_roots():
+        return "cgroup v1 (memory, pids, cpu)"
+    return "rlimits only (no writable cgroup: memory and CPU not limited per job)"
+
+
+class Cgroup:
+    """The run's cgroup(s), made before its process starts and removed after it ended."""
+
+    def __init__(self, name: str, limits: Limits) -> None:
+        self.dirs: list[Path] = []
+        try:
+            if _v2_ready():
+                self._make_v2(name, limits)
+            elif roots := _v1_roots():
+                self._make_v1(roots, name, limits)
+        except OSError:
+            self.remove()
+            raise
+
+    def _make_v2(self, name: str, limits: Limits) -> None:
+        enable = " ".join(f"+{c}" for c in CONTROLLERS)
+        _write(ROOT / "cgroup.subtree_control", enable)
+        parent = ROOT / PARENT
+        parent.mkdir(exist_ok=True)
+        _write(parent / "cgroup.subtree_control", enable)
+        run = parent / name
+        run.mkdir(exist_ok=True)
+        self.dirs.append(run)
+        _write(run / "memory.max", str(limits.memory_bytes))
+        with contextlib.suppress(OSError):  # absent without swap accounting
+            _write(run / "memory.swap.max", "0")
+        _write(run / "pids.max", str(limits.pids))
+        if limits.cpus > 0:
+            _write(run / "cpu.max", f"{int(limits.cpus * PERIOD_US)} {PERIOD_US}")
+
+    def _make_v1(self, roots: dict[str, Path], name: str, limits: Limits) -> None:
+        for root in roots.values():
+            run = root / PARENT / name
+            run.mkdir(parents=True, exist_ok=True)
+            self.dirs.append(run)
+        memory, pids, cpu = (roots[c] / PARENT / name for c in CONTROLLERS)
+        _write(memory / "memory.limit_in_bytes", str(limits.memory_bytes))
+        with contextlib.suppress(OSError):  # absent without swap accounting
+            _write(memory / "memory.memsw.limit_in_bytes", str(limits.memory_bytes))
+        _write(pids / "pids.max", str(limits.pids))
+        if limits.cpus > 0:
+            _write(cpu / "cpu.cfs_period_us", str(PERIOD_US))
+            _write(cpu / "cpu.cfs_quota_us", str(int(limits.cpus * PERIOD_US)))
+
+    def join(self) -> None:
+        """In the child before exec: move this process (and so all it starts) into the cgroup."""
+        pid = str(os.getpid())
+        for run in self.dirs:
+            _write(run / "cgroup.procs", pid)
+
+    def remove(self) -> None:
+        for run in self.dirs:
+            for _ in range(50):  # the kernel frees a cgroup a moment after its last process
+                try:
+                    run.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.1)
+
+
+def set_rlimits(limits: Limits) -> None:
+    """In the child before exec (inherited through bwrap and setpriv by the job's processes)."""
+    resource.setrlimit(resource.RLIMIT_NPROC, (limits.pids, limits.pids))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.disk_bytes, limits.disk_bytes))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def tree_bytes(root: Path) -> int:
+    """Bytes a directory tree holds on disk (allocated blocks; links not followed)."""
+    total = 0
+    for directory, dirs, files in os.walk(root):
+        for name in dirs + files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(directory, name)).st_blocks * 512
+    return total
+
+
+class DiskWatch(threading.Thread):
+    """Kill the job (`kill`) once its directory passes `limit` bytes; polls every `every_s`."""
+
+    def __init__(self, root: Path, limit: int, kill: Callable[[str], None], every_s: float = 0.25):
+        super().__init__(daemon=True, name="disk-watch")
+        self.root, self.limit, self.kill, self.every_s = root, limit, kill, every_s
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(self.every_s):
+            used = tree_bytes(self.root)
+            if used > self.limit:
+                self.kill(
+                    f"rlguard: the job's directory holds {used} bytes, over its disk limit of "
+                    f"{self.limit}; the job was killed"
+                )
+                return

@@ -1,0 +1,186 @@
+"""A job's sandbox: the bubblewrap command line that starts one run's process confined.
+
+The platform does not write namespace code of its own here: bubblewrap (`bwrap`, the sandbox
+Flatpak runs on) builds the namespaces and the view, and util-linux's `setpriv` drops to the
+job's uid. bwrap runs as root in the run's Ray actor, so it can bind any path and create every
+namespace without a user namespace; inside, `setpriv` switches to the job's own uid and gid
+(no supplementary groups), sets no_new_privs and clears every capability set, so the job is an
+ordinary unprivileged user of the host that setuid binaries cannot lift.
+
+What the job sees (everything else does not exist for it):
+  * /usr, /bin, /lib*, /sbin and a few files of /etc (the dynamic loader's cache, users, time
+    zone), read-only; the code, the virtualenv and the operator's declared mounts, read-only at
+    their own paths;
+  * its job directory, read-write, at its own path (so reported paths mean the same outside),
+    and nothing else of the platform's data directory (an empty tmpfs hides it if a read-only
+    root contains it);
+  * a private /tmp and /dev/shm (tmpfs of a fixed size), a minimal /dev plus the device nodes
+    of the GPUs Ray assigned the run, and /proc of its own PID namespace;
+  * its own network namespace (a loopback shared by its ranks, nothing else) and the platform's
+    API as a unix socket at API_SOCKET, forwarded by the actor (`apiforward.py`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+API_SOCKET = "/run/rlguard/api.sock"
+UID_BASE = 2_000_000_000
+"""Jobs' uids: UID_BASE + n, one per job for its whole life (the judges' code sandbox uses
+2_100_000_000 and up), far above any account a distribution creates."""
+
+SYSTEM_DIRS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+ETC_FILES = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/alternatives",  # Debian's /usr/bin links point here
+    "/etc/localtime",
+    "/etc/nsswitch.conf",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/hosts",
+    "/etc/mime.types",
+    "/etc/ssl/certs",
+    "/etc/ca-certificates",
+    "/etc/fonts",  # matplotlib's fontconfig
+)
+MOUNTED = {"/tmp", "/dev", "/dev/shm", "/proc", "/usr"}  # the sandbox's own mounts
+GPU_SHARED_NODES = (
+    "/dev/nvidiactl",
+    "/dev/nvidia-uvm",
+    "/dev/nvidia-uvm-tools",
+    "/dev/nvidia-modeset",
+)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one run may use; `cpus` 0 means no CPU quota."""
+
+    memory_bytes: int
+    pids: int
+    cpus: float
+    disk_bytes: int  # the job directory's size
+    tmp_bytes: int  # each of /tmp and /dev/shm (memory, so also counted in memory_bytes)
+
+
+@dataclass(frozen=True)
+class JobSandbox:
+    """One run's sandbox, built by the platform and carried to the run's actor (picklable)."""
+
+    uid: int
+    job_dir: str
+    data_dir: str
+    read_only: tuple[str, ...]  # code, virtualenv, declared mounts
+    limits: Limits
+    api_url: str  # what the socket forwards to
+    bwrap: str = "bwrap"
+    setpriv: str = "setpriv"
+    extra_dev: tuple[str, ...] = field(default_factory=tuple)
+
+
+def gpu_nodes(gpu_ids: list[str]) -> list[str]:
+    """The device nodes of the GPUs Ray assigned this run (and the driver's shared nodes),
+    those that exist on this node."""
+    if not gpu_ids:
+        return []
+    wanted = [f"/dev/nvidia{i}" for i in gpu_ids if str(i).isdigit()]
+    wanted += [*GPU_SHARED_NODES, "/dev/nvidia-caps"]
+    return [p for p in wanted if os.path.exists(p)]
+
+
+def _ancestors(paths: list[str]) -> list[str]:
+    """Every directory above the bind targets, shallow first: created 0755 so the job's uid can
+    walk to its own directory (bwrap would create them 0700, owned by root)."""
+    found: set[str] = set()
+    for path in paths:
+        parent = Path(path).parent
+        while str(parent) != "/":
+            found.add(str(parent))
+            parent = parent.parent
+    return sorted(found, key=lambda p: (p.count("/"), p))
+
+
+def _system_binds() -> list[str]:
+    args = ["--ro-bind", "/usr", "/usr"]
+    for path in SYSTEM_DIRS:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    for path in ETC_FILES:
+        args += ["--ro-bind-try", path, path]
+    return args
+
+
+def _depth(path: str) -> int:
+    return path.rstrip("/").count("/")
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _dirs(directories: list[str]) -> list[str]:
+    return [a for d in directories for a in ("--perms", "0755", "--dir", d)]
+
+
+def bwrap_argv(
+    sandbox: JobSandbox, argv: list[str], cwd: str, socket: str, gpus: list[str]
+) -> list[str]:
+    """The command line that runs `argv` in `sandbox` (from the actor, as root)."""
+    limits, data = sandbox.limits, sandbox.data_dir
+    present = sorted((p for p in sandbox.read_only if os.path.exists(p)), key=_depth)
+    platform_files = [p for p in present if _under(p, data)]  # e.g. the job's train config
+    roots = [p for p in present if p not in platform_files]
+    args = [
+        sandbox.bwrap,
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-net",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--hostname",
+        "rlguard-job",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        *[a for node in [*gpus, *sandbox.extra_dev] for a in ("--dev-bind", node, node)],
+    ]
+    for tmp in ("/tmp", "/dev/shm"):
+        args += ["--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", tmp]
+    targets = [*roots, *platform_files, sandbox.job_dir, API_SOCKET, *ETC_FILES]
+    args += _dirs(
+        [
+            d
+            for d in _ancestors(targets)
+            if d not in MOUNTED and not any(_under(d, r) for r in roots)
+        ]
+    )
+    args += _system_binds()
+    for path in roots:
+        args += ["--ro-bind", path, path]
+    if any(_under(data, r) for r in roots):  # a read-only root holds the data directory:
+        args += ["--perms", "0755", "--tmpfs", data]  # hide the store and other jobs
+        below = _ancestors([sandbox.job_dir, *platform_files])
+        args += _dirs([d for d in below if _under(d, data) and d != data])
+    for path in platform_files:
+        args += ["--ro-bind", path, path]
+    args += ["--bind", sandbox.job_dir, sandbox.job_dir, "--bind", socket, API_SOCKET]
+    args += ["--chdir", cwd]
+    drop = [
+        sandbox.setpriv,
+        f"--reuid={sandbox.uid}",
+        f"--regid={sandbox.uid}",
+        "--clear-groups",
+        "--no-new-privs",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--",
+    ]
+    return [*args, "--", *drop, *argv]

@@ -1,0 +1,137 @@
+"""What a job may see, without a live platform: `--mount` parsing, the config path check (`..`,
+symlinks, relative paths), the bwrap command line's view, and `rlguard serve`'s refusal on a
+host that cannot sandbox (one line, exit 2, nothing started)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rlguard.errors import InputError
+from rlguard.platform.mounts import check_config_paths, check_mounts, parse_mount
+from rlguard.platform.sandbox import API_SOCKET, JobSandbox, Limits, bwrap_argv
+
+
+def test_a_mount_is_parsed_for_everyone_or_one_tenant(tmp_path):
+    root = tmp_path / "models"
+    root.mkdir(mode=0o755)
+    assert parse_mount(f"models={root}:ro").tenant is None
+    mine = parse_mount(f"acme/models={root}:ro")
+    assert (mine.tenant, mine.name, mine.path) == ("acme", "models", str(root.resolve()))
+
+
+def test_a_mount_the_jobs_uids_cannot_read_is_refused(tmp_path):
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+    with pytest.raises(InputError, match=r"cannot read it \(chmod o\+rx\)"):
+        parse_mount(f"models={closed}:ro")
+
+
+@pytest.mark.parametrize(
+    ("raw", "says"),
+    [
+        ("models", "expected [TENANT/]NAME=PATH:ro"),
+        ("models=relative:ro", "PATH must be absolute"),
+        ("models=/nonexistent-dir:ro", "no such directory /nonexistent-dir"),
+        ("models=/tmp:rw", "only read-only mounts"),
+        ("a/b/c=/tmp:ro", "expected [TENANT/]NAME=PATH:ro"),
+    ],
+)
+def test_a_bad_mount_is_refused_naming_it(raw, says):
+    with pytest.raises(InputError, match="option --mount") as e:
+        parse_mount(raw)
+    assert says in str(e.value) and raw in str(e.value)
+
+
+def test_a_mount_over_the_data_directory_is_refused(tmp_path):
+    tmp_path.chmod(0o755)
+    (tmp_path / "data").mkdir()
+    for path in (tmp_path, tmp_path / "data"):
+        with pytest.raises(InputError, match="overlaps the data directory"):
+            check_mounts([parse_mount(f"x={path}:ro")], tmp_path / "data")
+
+
+@pytest.fixture
+def view(tmp_path):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "model").write_text("m")
+    (tmp_path / "theirs").mkdir()
+    (tmp_path / "theirs" / "model").write_text("t")
+    (tmp_path / "mine" / "link").symlink_to(tmp_path / "theirs")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("{root}/theirs/model", "is outside this job's view"),
+        ("{root}/mine/../theirs/model", "is outside this job's view"),
+        ("{root}/mine/link/model", "leads outside this job's view"),
+        ("model", "must be an absolute path"),
+        ("/etc/shadow", "is outside this job's view"),
+    ],
+)
+def test_a_config_path_outside_the_view_is_refused(view, value, says):
+    value = value.format(root=view)
+    with pytest.raises(InputError) as e:
+        check_config_paths([("policy.path", value)], view / "job", [str(view / "mine")])
+    assert str(e.value) == f"config: policy.path: {value!r} {says}"
+
+
+def test_a_config_path_in_the_view_passes(view):
+    check_config_paths([("policy.path", f"{view}/mine/model")], view / "job", [str(view / "mine")])
+
+
+def _sandbox(tmp_path, read_only=()) -> JobSandbox:
+    data = tmp_path / "data"
+    job = data / "jobs" / "job-1"
+    job.mkdir(parents=True)
+    limits = Limits(1 << 30, 64, 1.0, 1 << 30, 1 << 26)
+    return JobSandbox(7, str(job), str(data), tuple(read_only), limits, "http://127.0.0.1:1")
+
+
+def _binds(argv: list[str], flag: str) -> list[str]:
+    return [argv[i + 1] for i, a in enumerate(argv) if a == flag]
+
+
+def test_the_view_binds_the_job_dir_writable_and_code_read_only(tmp_path):
+    code = tmp_path / "code"
+    code.mkdir()
+    sandbox = _sandbox(tmp_path, [str(code)])
+    argv = bwrap_argv(sandbox, ["true"], sandbox.job_dir, "/tmp/sock", [])
+    assert _binds(argv, "--bind") == [sandbox.job_dir, "/tmp/sock"]
+    assert str(code) in _binds(argv, "--ro-bind")
+    assert sandbox.data_dir not in _binds(argv, "--ro-bind") + _binds(argv, "--bind")
+    assert argv[argv.index("--bind") + 5] == API_SOCKET
+    assert {"--unshare-pid", "--unshare-net", "--unshare-ipc", "--die-with-parent"} <= set(argv)
+    tail = argv[argv.index("--", argv.index("--chdir")) :]
+    assert tail[1:3] == ["setpriv", "--reuid=7"] and "--no-new-privs" in tail
+
+
+def test_a_read_only_root_holding_the_data_dir_is_hidden_under_a_tmpfs(tmp_path):
+    sandbox = _sandbox(tmp_path, [str(tmp_path)])
+    argv = bwrap_argv(sandbox, ["true"], sandbox.job_dir, "/tmp/sock", [])
+    tmpfs = _binds(argv, "--tmpfs")
+    assert sandbox.data_dir in tmpfs
+    assert argv.index(sandbox.data_dir) > argv.index(str(tmp_path))  # mounted over the root
+    assert argv.index("--bind") > argv.index(sandbox.data_dir)  # and the job dir over it
+
+
+def test_serve_refuses_to_start_where_it_cannot_sandbox(tmp_path):
+    env = {**os.environ, "PATH": str(tmp_path)}  # no bwrap, no setpriv
+    done = subprocess.run(
+        [sys.executable, "-m", "rlguard.cli", "serve", "--data-dir", str(tmp_path / "d")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot sandbox jobs on this host" in lines[0]
+    assert "--single-tenant" in lines[0]
+    assert not (Path(tmp_path) / "d" / "ray-head.json").exists()  # nothing was started
