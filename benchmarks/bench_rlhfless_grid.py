@@ -19,10 +19,10 @@ from typing import Any
 
 from rlguard.io import write_json
 from rlguard.runtime.calib.coefficients import Engine
+from rlguard.runtime.calib.comm import TrainerSettings
 from rlguard.runtime.calib.job import calibrated_for
 from rlguard.runtime.calib.workloads import WORKLOADS
-from rlguard.runtime.comm import TrainerSettings
-from rlguard.runtime.pricing import load_prices
+from rlguard.runtime.policies.pricing import load_prices
 from rlguard.runtime.sim.experiment import run_setup
 from rlguard.runtime.sim.setups import PAPER_RESULTS, Setup
 

@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 
-from rlguard.runtime.profiles import TimeProfile
+from rlguard.runtime.policies.profiles import TimeProfile
 from rlguard.runtime.sim.setups import Setup
 from rlguard.runtime.sim.workload import LengthModel, StepBatch
 

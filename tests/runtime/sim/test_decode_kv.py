@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sim_helpers import batch, profile
 
-from rlguard.runtime.assignment import equal_count_split
-from rlguard.runtime.profiles import TimeProfile
+from rlguard.runtime.policies.assignment import equal_count_split
+from rlguard.runtime.policies.profiles import TimeProfile
 from rlguard.runtime.sim.decode import generation_floor_s, simulate_generation
 from rlguard.runtime.sim.workload import StepBatch
 

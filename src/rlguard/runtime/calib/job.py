@@ -34,11 +34,11 @@ from rlguard.runtime.calib.coefficients import (
     calibrated_profile,
     load_coefficients,
 )
+from rlguard.runtime.calib.comm import TrainerSettings, TrainLayout
 from rlguard.runtime.calib.lengths import workload_from_stats
-from rlguard.runtime.comm import TrainerSettings, TrainLayout
-from rlguard.runtime.datafile import build, read_mapping
-from rlguard.runtime.hardware import gpu_spec, model_spec
-from rlguard.runtime.profiles import TimeProfile, load_profile
+from rlguard.runtime.policies.datafile import build, read_mapping
+from rlguard.runtime.policies.profiles import TimeProfile, load_profile
+from rlguard.runtime.sim.hardware import gpu_spec, model_spec
 from rlguard.runtime.sim.roofline import Assumptions, tensor_parallel
 from rlguard.runtime.sim.setups import Setup
 
@@ -57,8 +57,8 @@ class JobFile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str | None = None
-    model: str = Field(description="a model of runtime/hardware.py (e.g. qwen2.5-7b)")
-    gpu: str = Field(description="a GPU of runtime/hardware.py (e.g. h100, l40s)")
+    model: str = Field(description="a model of runtime/sim/hardware.py (e.g. qwen2.5-7b)")
+    gpu: str = Field(description="a GPU of runtime/sim/hardware.py (e.g. h100, l40s)")
     n_gpus: int = Field(gt=0)
     rollout_tp: int | None = Field(None, gt=0, description="default: the roofline's rule")
     algorithm: Literal["grpo", "ppo"] = "grpo"

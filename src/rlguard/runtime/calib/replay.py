@@ -13,20 +13,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rlguard.runtime.assignment import equal_count_split
 from rlguard.runtime.calib.coefficients import (
     Coefficients,
     Engine,
     calibrated_profile,
     train_flops_per_token,
 )
+from rlguard.runtime.calib.comm import comm_s_per_token
 from rlguard.runtime.calib.lengths import workload_from_stats
 from rlguard.runtime.calib.measured import MeasuredStep
-from rlguard.runtime.comm import comm_s_per_token
-from rlguard.runtime.hardware import GB, GpuSpec, ModelSpec, gpu_spec, model_spec
-from rlguard.runtime.pricing import Prices
-from rlguard.runtime.profiles import TimeProfile
+from rlguard.runtime.policies.assignment import equal_count_split
+from rlguard.runtime.policies.pricing import Prices
+from rlguard.runtime.policies.profiles import TimeProfile
 from rlguard.runtime.sim.decode import simulate_generation
+from rlguard.runtime.sim.hardware import GB, GpuSpec, ModelSpec, gpu_spec, model_spec
 from rlguard.runtime.sim.serverful import serverful_step
 from rlguard.runtime.sim.setups import Setup
 from rlguard.runtime.sim.workload import PromptPool, StepBatch

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rlguard.runtime.migration import plan_moves, should_cut
-from rlguard.runtime.profiles import TimeProfile
+from rlguard.runtime.policies.migration import plan_moves, should_cut
+from rlguard.runtime.policies.profiles import TimeProfile
 from rlguard.runtime.sim.workload import StepBatch
 
 

@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from rlguard.runtime.components import SIMULATED_ABLATIONS, Components
-from rlguard.runtime.lengths import LengthPredictor
-from rlguard.runtime.pricing import Prices
-from rlguard.runtime.profiles import TimeProfile
-from rlguard.runtime.report import StepReport, comparison, gains, summarize
+from rlguard.runtime.policies.components import SIMULATED_ABLATIONS, Components
+from rlguard.runtime.policies.lengths import LengthPredictor
+from rlguard.runtime.policies.pricing import Prices
+from rlguard.runtime.policies.profiles import TimeProfile
+from rlguard.runtime.policies.report import StepReport, comparison, gains, summarize
 from rlguard.runtime.sim.serverful import serverful_step
 from rlguard.runtime.sim.serverless import ServerlessSim
 from rlguard.runtime.sim.setups import Setup, check_fits

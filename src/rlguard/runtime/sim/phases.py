@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rlguard.runtime.profiles import TimeProfile
+from rlguard.runtime.policies.profiles import TimeProfile
 from rlguard.runtime.sim.setups import Setup
 from rlguard.runtime.sim.workload import StepBatch
 

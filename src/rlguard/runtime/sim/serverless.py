@@ -13,18 +13,18 @@ generate, score and train), billed per second from its cold start to its release
 3. The rest of scoring, then training, on all workers; they stay held into the next step's
    generation (the gap is zero). Training starts when every group is scored.
 
-`Components` (runtime/components.py) turns each component off for the ablation.
+`Components` (runtime/policies/components.py) turns each component off for the ablation.
 """
 
 from __future__ import annotations
 
-from rlguard.runtime.components import Components, plan_generation
-from rlguard.runtime.cost import Meter
-from rlguard.runtime.lengths import LengthPredictor
-from rlguard.runtime.pricing import Prices
-from rlguard.runtime.profiles import TimeProfile
-from rlguard.runtime.report import StepReport
-from rlguard.runtime.scaling import estimate_actor_times
+from rlguard.runtime.policies.components import Components, plan_generation
+from rlguard.runtime.policies.cost import Meter
+from rlguard.runtime.policies.lengths import LengthPredictor
+from rlguard.runtime.policies.pricing import Prices
+from rlguard.runtime.policies.profiles import TimeProfile
+from rlguard.runtime.policies.report import StepReport
+from rlguard.runtime.policies.scaling import estimate_actor_times
 from rlguard.runtime.sim.decode import simulate_generation
 from rlguard.runtime.sim.phases import group_scoring_gpu_s, training_s
 from rlguard.runtime.sim.setups import Setup
