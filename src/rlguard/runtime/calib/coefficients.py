@@ -41,9 +41,10 @@ COLD_START_S, LOAD_BYTES_PER_S = 25.0, 1.55 * GB  # as the roofline (REFERENCE s
 
 
 @dataclass(frozen=True)
-class Engine:
-    """The rollout engine's settings that change its speed; defaults are verl's before August
-    2025 (vLLM with `enforce_eager=True`, `max_num_seqs` 1024, `gpu_memory_utilization` 0.5)."""
+class EngineArgs:
+    """The rollout engine's settings that change its speed (vLLM's `EngineArgs` of those names);
+    defaults are verl's before August 2025 (vLLM with `enforce_eager=True`, `max_num_seqs` 1024,
+    `gpu_memory_utilization` 0.5)."""
 
     enforce_eager: bool = True
     max_num_seqs: int = 1024
@@ -77,7 +78,7 @@ def calibrated_profile(
     model: ModelSpec,
     gpu: GpuSpec,
     tp: int,
-    engine: Engine,
+    engine: EngineArgs,
     layout: TrainLayout,
     lora: bool = False,
 ) -> TimeProfile:

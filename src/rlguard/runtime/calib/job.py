@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from rlguard.errors import InputError
 from rlguard.runtime.calib.coefficients import (
     Coefficients,
-    Engine,
+    EngineArgs,
     calibrated_profile,
     load_coefficients,
 )
@@ -48,9 +48,9 @@ class EngineSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    enforce_eager: bool = Engine.enforce_eager
-    max_num_seqs: int = Field(Engine.max_num_seqs, gt=0)
-    gpu_memory_utilization: float = Field(Engine.gpu_memory_utilization, gt=0, le=1)
+    enforce_eager: bool = EngineArgs.enforce_eager
+    max_num_seqs: int = Field(EngineArgs.max_num_seqs, gt=0)
+    gpu_memory_utilization: float = Field(EngineArgs.gpu_memory_utilization, gt=0, le=1)
 
 
 class JobFile(BaseModel):
@@ -84,9 +84,9 @@ class JobFile(BaseModel):
         self.trainer.check(self.n_gpus)
         return self
 
-    def engine_settings(self) -> Engine:
+    def engine_settings(self) -> EngineArgs:
         e = self.engine
-        return Engine(e.enforce_eager, e.max_num_seqs, e.gpu_memory_utilization)
+        return EngineArgs(e.enforce_eager, e.max_num_seqs, e.gpu_memory_utilization)
 
     def layout(self) -> TrainLayout:
         mean = self.prompt_length_mean + self.response_length_mean
@@ -157,7 +157,7 @@ def calibrated_job_profile(
 def calibrated_for(
     model_key: str,
     gpu_key: str,
-    engine: Engine,
+    engine: EngineArgs,
     layout: TrainLayout,
     where: str,
     tp: int | None = None,

@@ -3,8 +3,8 @@ statistics and settings (runtime/data/verl_steps.csv), each row with its source.
 
 One row is one logged training step of one run. Times are verl's own timers in seconds
 (`timing_s/...`); settings a run's source does not state are blank, and the models fill them with
-the defaults of the verl version the run used (see `Engine` in calib/coefficients.py) or, for the
-trainer's layout, with verl's GRPO example (`TrainerSettings` in runtime/calib/comm.py).
+the defaults of the verl version the run used (see `EngineArgs` in calib/coefficients.py) or, for
+the trainer's layout, with verl's GRPO example (`TrainerSettings` in calib/comm.py).
 """
 
 from __future__ import annotations

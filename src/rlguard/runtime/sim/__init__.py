@@ -17,7 +17,7 @@ _EXPORTS = {
     "run_setup": "rlguard.runtime.sim.experiment",
     "LengthModel": "rlguard.runtime.sim.workload",
     "PromptPool": "rlguard.runtime.sim.workload",
-    "StepBatch": "rlguard.runtime.sim.workload",
+    "TokenBatch": "rlguard.runtime.sim.workload",
     "generation_floor_s": "rlguard.runtime.sim.decode",
     "simulate_generation": "rlguard.runtime.sim.decode",
     "serverful_step": "rlguard.runtime.sim.serverful",

@@ -18,11 +18,11 @@ from rlguard.runtime.policies.report import StepReport
 from rlguard.runtime.sim.decode import simulate_generation
 from rlguard.runtime.sim.phases import scoring_s, training_s
 from rlguard.runtime.sim.setups import Setup
-from rlguard.runtime.sim.workload import StepBatch
+from rlguard.runtime.sim.workload import TokenBatch
 
 
 def serverful_step(
-    batch: StepBatch, setup: Setup, profile: TimeProfile, prices: Prices
+    batch: TokenBatch, setup: Setup, profile: TimeProfile, prices: Prices
 ) -> StepReport:
     n_actors = setup.n_gpus // profile.gpus_per_actor
     assignment = equal_count_split(len(batch.keys), n_actors)

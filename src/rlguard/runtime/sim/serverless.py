@@ -29,7 +29,7 @@ from rlguard.runtime.sim.decode import simulate_generation
 from rlguard.runtime.sim.phases import group_scoring_gpu_s, training_s
 from rlguard.runtime.sim.setups import Setup
 from rlguard.runtime.sim.tail import Tail
-from rlguard.runtime.sim.workload import StepBatch
+from rlguard.runtime.sim.workload import TokenBatch
 
 
 class ServerlessSim:
@@ -42,7 +42,7 @@ class ServerlessSim:
         self.workers = setup.n_gpus // profile.gpus_per_actor
         self.last_generation_s: float | None = None
 
-    def step(self, batch: StepBatch, predictor: LengthPredictor) -> StepReport:
+    def step(self, batch: TokenBatch, predictor: LengthPredictor) -> StepReport:
         predicted = predictor.predict(batch.keys)
         assignment = plan_generation(
             self.parts,
