@@ -1,5 +1,5 @@
-"""`rlguard runtime ...`: the execution plane's commands (`simulate` here; `bench` is registered
-beside it from rlguard.cli.runtime_bench)."""
+"""`rlguard runtime ...`: the execution plane's commands (`simulate` and `calibrate` here; `bench`
+lives in rlguard.cli.runtime_bench, imported when it runs)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,18 @@ from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
 from rich.table import Table
 
+from rlguard.cli.lazy import lazy_group
 from rlguard.cli.options import validated
 from rlguard.errors import InputError
 from rlguard.runtime.policies.profiles import TimeProfile
 from rlguard.runtime.sim.setups import PAPER_RESULTS, SETUPS, Setup, check_fits
 
+BENCH = (
+    "rlguard.cli.runtime_bench:bench",
+    "Run real steps here: serverful verl-style pool vs serverless RLHFless, with ablations.",
+)
 runtime_app = typer.Typer(
+    cls=lazy_group({"bench": BENCH}),
     no_args_is_help=True,
     help="The execution plane: one RLHF step, serverless (RLHFless) vs a serverful pool.",
 )
