@@ -1,11 +1,32 @@
-"""A package's import graph read from its source with ast: every `import` and `from ... import`
-(those under `if TYPE_CHECKING:` and inside functions too), resolved to the package's modules."""
+"""What code imports: a package's import graph read from its source with ast (every `import` and
+`from ... import`, those under `if TYPE_CHECKING:` and inside functions too, resolved to the
+package's modules), and the modules a fresh interpreter holds after running a snippet."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
+from collections.abc import Sequence
 from importlib.util import find_spec
 from pathlib import Path
+
+
+def imported_after(code: str, watched: Sequence[str]) -> set[str]:
+    """Which modules of `watched` a fresh interpreter has imported after running `code` (a name
+    ending in "." stands for every module below it; `code` may end in SystemExit)."""
+    probe = (
+        "import sys\ntry:\n    exec(compile(CODE, '<probe>', 'exec'))\nexcept SystemExit:\n"
+        "    pass\nfound = [m for m in sys.modules if any(m == w or w.endswith('.') and "
+        "m.startswith(w) for w in WATCHED)]\nprint(' '.join(found), file=sys.stderr)"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", f"CODE = {code!r}\nWATCHED = {tuple(watched)!r}\n{probe}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return set(run.stderr.splitlines()[-1].split())
 
 
 def module_files(package: str) -> dict[str, Path]:

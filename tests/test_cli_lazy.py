@@ -3,13 +3,12 @@ loads neither torch, Ray, scipy nor the cluster's engine, and `rlguard --help` s
 command with its own help line."""
 
 import inspect
-import subprocess
-import sys
 
 import pytest
 import typer
 
 from cli_runner import cli
+from import_graph import imported_after
 from rlguard.cli import BENCH_COMMANDS, COMMANDS, app
 from rlguard.cli.lazy import Unloaded, load
 from rlguard.cli.runtime import BENCH
@@ -24,15 +23,8 @@ LAZY = {
 
 def loaded_after(*argv: str) -> set[str]:
     """Which of HEAVY and of rlguard.cli's modules `rlguard ARGV` imported, in a fresh process."""
-    probe = (
-        f"import sys\nsys.argv = ['rlguard', *{argv!r}]\nfrom rlguard.cli import main\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        f"heavy = [m for m in {HEAVY!r} if m in sys.modules]\n"
-        "cli = [m for m in sys.modules if m.startswith('rlguard.cli.')]\n"
-        "print(' '.join(heavy + cli), file=sys.stderr)"
-    )
-    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    return set(run.stderr.split("\n")[-2].split())
+    code = f"import sys\nsys.argv = ['rlguard', *{argv!r}]\nfrom rlguard.cli import main\nmain()"
+    return imported_after(code, (*HEAVY, "rlguard.cli."))
 
 
 @pytest.mark.parametrize(

@@ -1,13 +1,11 @@
 """The runtime's rooms: each one's public names resolve, the torch-free ones import no torch, and
 dependencies point one way (policies <- sim <- calib; policies <- generation <- executors)."""
 
-import subprocess
-import sys
 from importlib import import_module
 
 import pytest
 
-from import_graph import import_graph
+from import_graph import import_graph, imported_after
 
 ROOMS = ("policies", "sim", "calib", "generation", "executors")
 # what each room may import of the others: nothing else, and never a room importing back
@@ -21,15 +19,6 @@ MAY_IMPORT = {
 HEAVY = ("torch", "transformers", "ray")
 
 
-def imported_after(code: str) -> set[str]:
-    """Which of HEAVY a fresh interpreter has imported after running `code`."""
-    probe = f"{code}\nimport sys\nprint(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
-    out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    ).stdout
-    return set(out.split())
-
-
 @pytest.mark.parametrize("room", ROOMS)
 def test_every_public_name_resolves(room):
     package = import_module(f"rlguard.runtime.{room}")
@@ -41,17 +30,18 @@ def test_every_public_name_resolves(room):
 
 def test_the_torch_free_rooms_import_no_torch():
     code = "import rlguard.runtime.sim, rlguard.runtime.policies, rlguard.runtime.calib"
-    assert imported_after(code) == set()
+    assert imported_after(code, HEAVY) == set()
     resolve_all = "\n".join(
         f"import rlguard.runtime.{room} as r\nfor name in r.__all__: getattr(r, name)"
         for room in ("policies", "sim", "calib")
     )
-    assert imported_after(resolve_all) == set()
+    assert imported_after(resolve_all, HEAVY) == set()
 
 
 def test_the_torch_rooms_load_torch_only_when_used():
-    assert imported_after("import rlguard.runtime.generation, rlguard.runtime.executors") == set()
-    assert imported_after("from rlguard.runtime.executors import FaultPlan") == set()
+    code = "import rlguard.runtime.generation, rlguard.runtime.executors"
+    assert imported_after(code, HEAVY) == set()
+    assert imported_after("from rlguard.runtime.executors import FaultPlan", HEAVY) == set()
 
 
 def test_rooms_import_only_the_rooms_below_them():
