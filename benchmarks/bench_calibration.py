@@ -30,8 +30,8 @@ from rlguard.runtime.calib.fit import (
 )
 from rlguard.runtime.calib.measured import PHASES, by_run, read_measured
 from rlguard.runtime.calib.replay import Replay
-from rlguard.runtime.hardware import GB
-from rlguard.runtime.pricing import Prices
+from rlguard.runtime.policies.pricing import Prices
+from rlguard.runtime.sim.hardware import GB
 from rlguard.runtime.sim.roofline import Assumptions, derive_profile
 from rlguard.runtime.sim.serverful import serverful_step
 
@@ -73,7 +73,7 @@ def in_sample(feats: list[Features], coefs: Coefficients) -> list[RunError]:
 
 
 def communication(feats: list[Features]) -> list[dict[str, Any]]:
-    """Each run's exposed communication, mean seconds a step (runtime/comm.py)."""
+    """Each run's exposed communication, mean seconds a step (runtime/calib/comm.py)."""
     out = []
     for run in by_run(f.row for f in feats):
         mine = [f.comm for f in feats if f.row.run == run]

@@ -26,8 +26,8 @@ import torch
 import transformers
 
 from rlguard.io import write_json
-from rlguard.runtime.generation import GenerationOutput, GroupGenerator, GroupRequest
-from rlguard.runtime.kv_batch import KVBatch
+from rlguard.runtime.generation.generator import GenerationOutput, GroupGenerator, GroupRequest
+from rlguard.runtime.generation.kv_batch import KVBatch
 from rlguard.train.tokenizer import train_tokenizer
 from rlguard.train.toy import tiny_llama
 

@@ -8,7 +8,7 @@ cost) / GPUs + fixed costs (calib/coefficients.py); the tokens cancel:
     t_b = (t_a - fixed_a) x (cost_b / GPUs_b) / (cost_a / GPUs_a) + fixed_b
 
 Per-token cost: compute at the calibrated 1 / MFU, plus Megatron's TP all-reduces or the FSDP
-gathers its token budget per micro-batch cannot hide (runtime/comm.py). Not modelled: Ulysses
+gathers its token budget per micro-batch cannot hide (runtime/calib/comm.py). Not modelled: Ulysses
 sequence parallel (the FSDP rows), traffic between nodes (16 and 32 GPUs are 2 and 4 nodes),
 rope fusion. Generation is left out: its time depends on the lengths. Asserts nothing.
 
@@ -25,12 +25,12 @@ from typing import Any
 
 from rlguard.io import write_json
 from rlguard.runtime.calib.coefficients import load_coefficients
-from rlguard.runtime.comm import (
+from rlguard.runtime.calib.comm import (
     fsdp_exposed_s_per_token,
     optimizer_sync_s,
     tensor_parallel_s_per_token,
 )
-from rlguard.runtime.hardware import GB, H100, QWEN25_7B
+from rlguard.runtime.sim.hardware import GB, H100, QWEN25_7B
 
 DATA = files("rlguard.runtime") / "data" / "megatron_practice.csv"
 MINI_BATCHES = 512 // 32  # optimizer steps a step: 512 prompts, 32 a mini-batch

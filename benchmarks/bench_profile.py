@@ -33,7 +33,7 @@ from scipy.optimize import nnls
 from transformers import AutoModelForCausalLM, PreTrainedModel
 
 from rlguard.io import write_json
-from rlguard.runtime.profiling import (
+from rlguard.runtime.generation.profiling import (
     ProfileSettings,
     decode_step_seconds,
     measure_profile,

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from rlguard.io import write_json
-from rlguard.runtime.calib.coefficients import Engine
+from rlguard.runtime.calib.coefficients import EngineArgs
+from rlguard.runtime.calib.comm import TrainerSettings
 from rlguard.runtime.calib.job import calibrated_for
 from rlguard.runtime.calib.workloads import WORKLOADS
-from rlguard.runtime.comm import TrainerSettings
-from rlguard.runtime.pricing import load_prices
+from rlguard.runtime.policies.pricing import load_prices
 from rlguard.runtime.sim.experiment import run_setup
 from rlguard.runtime.sim.setups import PAPER_RESULTS, Setup
 
@@ -32,13 +32,13 @@ ALGORITHMS = ("ppo", "grpo")
 # at 20 nodes each GPU keeps the testbed's share of the batch (the paper does not give it).
 SCALES = {"testbed": (16, 1024), "large": (160, 10240)}
 ENGINES = {
-    "eager": Engine(enforce_eager=True),
-    "cuda-graphs": Engine(enforce_eager=False),
+    "eager": EngineArgs(enforce_eager=True),
+    "cuda-graphs": EngineArgs(enforce_eager=False),
 }
 COMPONENTS = ("no-dedup", "no-assign", "no-migrate", "no-scaling")
 
 
-def cell_setup(model: str, algorithm: str, workload: str, scale: str, engine: Engine) -> Setup:
+def cell_setup(model: str, algorithm: str, workload: str, scale: str, engine: EngineArgs) -> Setup:
     n_gpus, prompts = SCALES[scale]
     k = 5 if algorithm == "grpo" else 1
     return Setup(
@@ -52,7 +52,9 @@ def cell_setup(model: str, algorithm: str, workload: str, scale: str, engine: En
     )
 
 
-def run_cell(setup: Setup, model: str, engine: Engine, workload: str, seeds: int) -> dict[str, Any]:
+def run_cell(
+    setup: Setup, model: str, engine: EngineArgs, workload: str, seeds: int
+) -> dict[str, Any]:
     # the trainer: verl's GRPO example (FSDP), its collectives at one L40S's PCIe bandwidth
     stats = WORKLOADS[workload]
     mean = stats.prompt_length_mean + stats.response_length_mean

@@ -18,8 +18,8 @@ from pathlib import Path
 import torch
 
 from rlguard.io import write_json
-from rlguard.runtime.bench import BenchSettings, local_ray, run_bench
-from rlguard.runtime.pricing import Prices
+from rlguard.runtime.executors.bench import BenchSettings, local_ray, run_bench
+from rlguard.runtime.policies.pricing import Prices
 
 
 def main() -> None:

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from rlguard.io import write_json
-from rlguard.runtime.pricing import Prices
-from rlguard.runtime.profiles import TimeProfile, load_profile
+from rlguard.runtime.policies.pricing import Prices
+from rlguard.runtime.policies.profiles import TimeProfile, load_profile
 from rlguard.runtime.sim.decode import generation_floor_s
 from rlguard.runtime.sim.experiment import measured_batches, run_setup
 from rlguard.runtime.sim.roofline import SHIPPED, Assumptions, derive_profile

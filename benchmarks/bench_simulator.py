@@ -16,8 +16,9 @@ from pathlib import Path
 
 from rlguard.cluster.engine import Engine
 from rlguard.cluster.registry import BASES, RULES, RuleParams
+from rlguard.cluster.scenario import ScenarioConfig
 from rlguard.cluster.scheduler import Scheduler
-from rlguard.cluster.workload import ScenarioConfig, paper_workload
+from rlguard.cluster.workload import paper_workload
 from rlguard.io import write_json
 
 

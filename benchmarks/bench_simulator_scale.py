@@ -28,7 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from rlguard.cluster.workload import ScenarioConfig, paper_stream
+from rlguard.cluster.scenario import ScenarioConfig
+from rlguard.cluster.workload import paper_stream
 from rlguard.io import write_json
 
 SRC = Path(__file__).resolve().parents[1] / "src"

@@ -39,9 +39,10 @@ import tiresias_reference as ref
 
 from rlguard.cluster.engine import Engine
 from rlguard.cluster.registry import build_policy
+from rlguard.cluster.scenario import ScenarioConfig
 from rlguard.cluster.scheduler import Scheduler
 from rlguard.cluster.traces import PACKAGED_TIRESIAS_TRACE, read_trace
-from rlguard.cluster.workload import ScenarioConfig, philly_sizes
+from rlguard.cluster.workload import philly_sizes
 from rlguard.io import write_text
 
 GPUS = (8, 16, 32, 64)

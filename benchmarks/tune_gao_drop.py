@@ -34,11 +34,12 @@ from scipy import stats
 
 from rlguard.cluster.events import EvalEvent
 from rlguard.cluster.jobs import JobKind
+from rlguard.cluster.scenario import ScenarioConfig
 from rlguard.cluster.stopping.base import StopRule
 from rlguard.cluster.stopping.evalstop import EvalStop
 from rlguard.cluster.stopping.gao_drop import GaoDrop, break_drop_t, trend_drop_t
 from rlguard.cluster.stopping.gao_trend import GaoTrend
-from rlguard.cluster.workload import ScenarioConfig, paper_workload
+from rlguard.cluster.workload import paper_workload
 from rlguard.io import write_json
 
 TUNING_SEEDS = range(5000, 5040)

@@ -19,11 +19,12 @@ from rlguard.cluster.jobs import JobKind, JobSpec, JobTruth
 from rlguard.cluster.policies.base import Policy
 from rlguard.cluster.policies.fifo import Fifo
 from rlguard.cluster.policies.srtf import SrtfEst
+from rlguard.cluster.scenario import ScenarioConfig
 from rlguard.cluster.scheduler import Scheduler
 from rlguard.cluster.stopping.base import StopRule
 from rlguard.cluster.stopping.evalstop import EvalStop
 from rlguard.cluster.view import ClusterView
-from rlguard.cluster.workload import ScenarioConfig, paper_workload
+from rlguard.cluster.workload import paper_workload
 
 ALPHA, BETA = 0.35, 0.15
 D_STAR = float(np.exp(ALPHA / BETA - 1.0))

@@ -19,8 +19,9 @@ from test_truth_isolation import (
 
 from rlguard.cluster.curves import MeasuredCurve
 from rlguard.cluster.engine import Engine
+from rlguard.cluster.scenario import MeasuredPool, ScenarioConfig
 from rlguard.cluster.scheduler import Scheduler
-from rlguard.cluster.workload import MeasuredPool, ScenarioConfig, paper_workload
+from rlguard.cluster.workload import paper_workload
 
 FORBIDDEN = (*FORBIDDEN_TYPES, MeasuredCurve, MeasuredPool)
 

@@ -14,8 +14,9 @@ from cli_runner import cli
 from rlguard.cluster.curve_file import read_curves
 from rlguard.cluster.curves import GaoCurve, MeasuredCurve, SaturatingCurve
 from rlguard.cluster.jobs import JobKind, Workload
+from rlguard.cluster.scenario import ScenarioConfig
 from rlguard.cluster.traces import PACKAGED_TIRESIAS_TRACE, read_trace
-from rlguard.cluster.workload import ScenarioConfig, paper_workload
+from rlguard.cluster.workload import paper_workload
 from rlguard.errors import InputError
 
 

@@ -20,10 +20,11 @@ from rlguard.cluster.engine import Engine, RunResult
 from rlguard.cluster.events import EvalEvent
 from rlguard.cluster.jobs import Workload
 from rlguard.cluster.registry import BASES, RULES, RuleParams
+from rlguard.cluster.scenario import ScenarioConfig
 from rlguard.cluster.scheduler import Scheduler
 from rlguard.cluster.traces import read_columns, read_trace, trace_stream
 from rlguard.cluster.verdicts import _event
-from rlguard.cluster.workload import ScenarioConfig, paper_stream, paper_workload
+from rlguard.cluster.workload import paper_stream, paper_workload
 from rlguard.errors import InputError
 
 RESULT_FIELDS = [f.name for f in fields(RunResult) if f.name not in ("scheduler", "capacity")]

@@ -11,9 +11,9 @@ import pytest
 from rlguard.cluster.engine import Engine
 from rlguard.cluster.jobs import JobKind
 from rlguard.cluster.policies.fifo import Fifo
+from rlguard.cluster.scenario import ScenarioConfig
 from rlguard.cluster.scheduler import Scheduler
 from rlguard.cluster.traces import PACKAGED_TIRESIAS_TRACE, read_trace
-from rlguard.cluster.workload import ScenarioConfig
 from rlguard.errors import InputError
 
 CFG = ScenarioConfig()

@@ -20,10 +20,11 @@ from rlguard.cluster.engine import Engine
 from rlguard.cluster.events import CONTINUE, Decision, EvalEvent
 from rlguard.cluster.jobs import JobKind, JobTruth, Workload
 from rlguard.cluster.policies.base import Policy
+from rlguard.cluster.scenario import ScenarioConfig
 from rlguard.cluster.scheduler import Scheduler
 from rlguard.cluster.stopping.base import StopRule
 from rlguard.cluster.view import ClusterView
-from rlguard.cluster.workload import ScenarioConfig, paper_workload
+from rlguard.cluster.workload import paper_workload
 
 FORBIDDEN_TYPES = (JobTruth, GaoCurve, SaturatingCurve, Workload, Engine)
 FORBIDDEN_NAMES = ("hacking", "peak", "duration_s", "true_scores", "eval_curve")

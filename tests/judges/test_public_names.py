@@ -1,10 +1,8 @@
 """`from rlguard.judges import MathJudge, ...` works, and importing the package stays cheap."""
 
-import subprocess
-import sys
-
 import pytest
 
+import import_graph
 import rlguard.judges
 import rlguard.judges.llm
 from rlguard.judges.base import Judge
@@ -15,11 +13,7 @@ HEAVY = ("torch", "transformers", "math_verify", "nltk", "langdetect")
 
 def imported_after(code: str) -> set[str]:
     """Top-level modules (of HEAVY) a fresh interpreter has imported after running `code`."""
-    probe = f"{code}\nimport sys\nprint(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
-    out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    ).stdout
-    return set(out.split())
+    return import_graph.imported_after(code, HEAVY)
 
 
 @pytest.mark.parametrize("name", PUBLIC_JUDGES)

@@ -9,6 +9,7 @@ the best (0.6) is step 6.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -186,6 +187,14 @@ def test_restores_peft_adapter(tokenizer, tmp_path):
     assert all(torch.equal(final[k], v) for k, v in best.items())
 
 
+def checkpointing_on(config_class: type) -> dict[str, bool]:
+    """TRL's default, activation checkpointing on, under the name transformers gives it: 5.x renamed
+    `gradient_checkpointing` (which TRL's configs set) to `activation_checkpointing`."""
+    names = {f.name for f in dataclasses.fields(config_class)}
+    new = "activation_checkpointing" in names
+    return {"activation_checkpointing" if new else "gradient_checkpointing": True}
+
+
 def test_stops_trl_sft_trainer(tokenizer, tmp_path):
     trl = pytest.importorskip("trl")
     datasets = pytest.importorskip("datasets")
@@ -205,6 +214,7 @@ def test_stops_trl_sft_trainer(tokenizer, tmp_path):
         use_cpu=True,
         bf16=False,
         disable_tqdm=True,
+        **checkpointing_on(trl.SFTConfig),
     )
     trainer = trl.SFTTrainer(
         model=tiny_causal_lm(tokenizer),

@@ -1,8 +1,9 @@
 """The `rlguard` command: one subcommand per plane, each in its own module.
 
 Errors a user can fix print one line (`error: ...`) and exit with code 2, never a traceback.
-Heavy imports (torch, transformers) happen inside the commands that need them, so `rlguard
-simulate` and `--help` stay fast.
+A subcommand's module is imported only when that subcommand runs (cli/lazy.py), and heavy imports
+(torch, transformers) happen inside the commands that need them, so `rlguard jobs` and `--help`
+stay fast.
 """
 
 from __future__ import annotations
@@ -12,31 +13,67 @@ import sys
 import click
 import typer
 
-from rlguard.cli import demo, judge, runtime_bench, serve, simulate, train
-from rlguard.cli.jobs import jobs_app
-from rlguard.cli.lab import lab_app
-from rlguard.cli.runtime import runtime_app
+from rlguard.cli.lazy import lazy_group
 from rlguard.errors import InputError
 
+# in the order `rlguard --help` lists them; each line is the command's own (tests/test_cli_lazy.py)
+COMMANDS = {
+    "simulate": (
+        "rlguard.cli.simulate:simulate",
+        "Simulate EvalStop and its competitors over base schedulers (or `sweep KIND`).",
+    ),
+    "judge": (
+        "rlguard.cli.judge:judge",
+        "Judge every row; one verdict row per input row, in order; pass rates on stderr.",
+    ),
+    "train": (
+        "rlguard.cli.train:train",
+        "Train one stage (sft, reward, dpo or cgpo) from a YAML config; resumes if interrupted.",
+    ),
+    "serve": (
+        "rlguard.cli.serve:serve",
+        "Run the platform: HTTP API, scheduler and Ray executor (Ctrl-C stops it gracefully).",
+    ),
+    "demo": (
+        "rlguard.cli.demo:demo",
+        "The live platform: two tenants' lab jobs, hacking ones stopped online by EvalStop.",
+    ),
+    "bench": ("rlguard.cli:bench_app", "Benchmarks that print JSON."),
+    "runtime": (
+        "rlguard.cli.runtime:runtime_app",
+        "The execution plane: one RLHF step, serverless (RLHFless) vs a serverful pool.",
+    ),
+    "lab": ("rlguard.cli.lab:lab_app", "The offline world where reward hacking happens."),
+    "tenants": ("rlguard.cli.serve:tenants_app", "Tenants of the platform (operator)."),
+    "jobs": ("rlguard.cli.jobs:jobs_app", "Submit and watch jobs on the platform."),
+}
+BENCH_COMMANDS = {
+    "simulate": (
+        "rlguard.cli.simulate:bench_simulate",
+        "Time one streamed simulation of a large workload, end to end; prints JSON.",
+    ),
+}
+
 app = typer.Typer(
+    cls=lazy_group(COMMANDS),
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     help="rlguard: RLHF post-training that keeps the reward honest.",
 )
-bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks that print JSON.")
-app.add_typer(bench_app, name="bench")
-app.command()(simulate.simulate)
-app.command()(judge.judge)
-app.command()(train.train)
-bench_app.command("simulate")(simulate.bench_simulate)
-app.add_typer(runtime_app, name="runtime")
-app.add_typer(lab_app, name="lab")
-runtime_app.command("bench")(runtime_bench.bench)
-app.command()(serve.serve)
-app.command()(demo.demo)
-app.add_typer(serve.tenants_app, name="tenants")
-app.add_typer(jobs_app, name="jobs")
+bench_app = typer.Typer(
+    cls=lazy_group(BENCH_COMMANDS), no_args_is_help=True, help="Benchmarks that print JSON."
+)
+
+
+@app.callback()
+def _rlguard() -> None:
+    """Every subcommand is lazy: this callback makes the app a group with none registered."""
+
+
+@bench_app.callback()
+def _bench() -> None:
+    """As `_rlguard`, for `rlguard bench`."""
 
 
 # typer >= 0.20 vendors click: its usage errors derive from typer.TyperException, not click's.

@@ -1,5 +1,5 @@
-"""`rlguard runtime ...`: the execution plane's commands (`simulate` here; `bench` is registered
-beside it from rlguard.cli.runtime_bench)."""
+"""`rlguard runtime ...`: the execution plane's commands (`simulate` and `calibrate` here; `bench`
+lives in rlguard.cli.runtime_bench, imported when it runs)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,18 @@ from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
 from rich.table import Table
 
+from rlguard.cli.lazy import lazy_group
 from rlguard.cli.options import validated
 from rlguard.errors import InputError
-from rlguard.runtime.profiles import TimeProfile
+from rlguard.runtime.policies.profiles import TimeProfile
 from rlguard.runtime.sim.setups import PAPER_RESULTS, SETUPS, Setup, check_fits
 
+BENCH = (
+    "rlguard.cli.runtime_bench:bench",
+    "Run real steps here: serverful verl-style pool vs serverless RLHFless, with ablations.",
+)
 runtime_app = typer.Typer(
+    cls=lazy_group({"bench": BENCH}),
     no_args_is_help=True,
     help="The execution plane: one RLHF step, serverless (RLHFless) vs a serverful pool.",
 )
@@ -75,7 +81,7 @@ def simulate(
     """Simulate one synchronous RLHF step: serverful verl-style pool vs serverless RLHFless."""
     from rich.progress import Progress
 
-    from rlguard.runtime.pricing import load_prices
+    from rlguard.runtime.policies.pricing import load_prices
     from rlguard.runtime.sim.experiment import run_setup
 
     opts = validated(SimulateOptions, seeds=seeds, tau=tau, lam=lam, gpus=gpus)
@@ -113,7 +119,7 @@ def _setup_and_profile(setup: str, profile: str | None) -> tuple[Setup, TimeProf
     """A shipped setup by name, or a user's job file (calib/job.py); `--profile` replaces the
     setup's profile either way."""
     from rlguard.runtime.calib.job import job_profile, job_setup, read_job
-    from rlguard.runtime.profiles import load_profile
+    from rlguard.runtime.policies.profiles import load_profile
 
     if setup in SETUPS:
         base = SETUPS[setup]
@@ -140,7 +146,7 @@ def calibrate(
     """Fit a time profile to your own verl logs; use it with `simulate --setup JOB --profile`."""
     from rlguard.runtime.calib.calibrate import calibrate as fit_logs
     from rlguard.runtime.calib.job import read_job
-    from rlguard.runtime.profiles import save_profile
+    from rlguard.runtime.policies.profiles import save_profile
 
     job = read_job(setup)
     profile, fits = fit_logs(job, str(setup), logs)

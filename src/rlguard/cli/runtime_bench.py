@@ -46,8 +46,8 @@ def bench(
     """Run real steps here: serverful verl-style pool vs serverless RLHFless, with ablations."""
     import torch
 
-    from rlguard.runtime.bench import BenchSettings, local_ray, run_bench
-    from rlguard.runtime.pricing import load_prices
+    from rlguard.runtime.executors.bench import BenchSettings, local_ray, run_bench
+    from rlguard.runtime.policies.pricing import load_prices
 
     settings = validated(
         BenchSettings, prompts=prompts, k=k, steps=steps, actors=actors, tau=tau, lam=lam, seed=seed

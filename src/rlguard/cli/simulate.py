@@ -21,8 +21,8 @@ from rlguard.cluster.experiments.report import render
 from rlguard.cluster.experiments.simulate import Grid, aggregate, run_grid
 from rlguard.cluster.experiments.sweeps import SWEEPS, parse_values, sweep
 from rlguard.cluster.registry import BASES, RULES, RuleParams, build_policy
+from rlguard.cluster.scenario import ScenarioConfig, measured_pool
 from rlguard.cluster.traces import read_trace
-from rlguard.cluster.workload import ScenarioConfig, measured_pool
 from rlguard.errors import InputError
 from rlguard.io import atomic_path, write_json, write_text
 

@@ -14,16 +14,13 @@ them (tests check both, and that the block size changes nothing).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from rlguard.cluster.blocks import JobBlock
 from rlguard.cluster.curves import GaoCurve, SaturatingCurve
 from rlguard.cluster.jobs import JobKind, JobSpec, JobTruth, RlhfCurve
-
-if TYPE_CHECKING:  # the workload module builds on this one
-    from rlguard.cluster.workload import MeasuredPool, ScenarioConfig
+from rlguard.cluster.scenario import MeasuredPool, ScenarioConfig
 
 KINDS = (JobKind.RLHF, JobKind.LORA_SFT, JobKind.DPO)
 KIND_NAMES = tuple(str(k) for k in KINDS)

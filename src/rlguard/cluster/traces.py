@@ -32,7 +32,7 @@ import numpy as np
 from rlguard.cluster import overlay
 from rlguard.cluster.blocks import JobBlock, JobStream, split, submission_order
 from rlguard.cluster.jobs import Workload
-from rlguard.cluster.workload import MeasuredPool, ScenarioConfig, measured_pool
+from rlguard.cluster.scenario import MeasuredPool, ScenarioConfig, measured_pool
 from rlguard.errors import InputError
 
 PACKAGED_TIRESIAS_TRACE: Traversable = files("rlguard.cluster") / "data" / "tiresias_60_job.csv"

@@ -30,11 +30,13 @@ MixedPrecision = Literal["no", "bf16", "fp16"]
 ShardingMode = Literal["none", "fsdp"]
 
 
-class Strict(BaseModel):
+class FrozenConfig(BaseModel):
+    """A config section: unknown keys are errors, and a parsed config does not change."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class LoraSpec(Strict):
+class LoraSpec(FrozenConfig):
     """peft LoRA on the policy; the reference is then the base model with adapters disabled."""
 
     r: int = Field(8, ge=1)
@@ -43,7 +45,7 @@ class LoraSpec(Strict):
     target_modules: list[str] | str = "all-linear"
 
 
-class ModelSpec(Strict):
+class ModelSpec(FrozenConfig):
     """An HF causal LM: a local path (weights and tokenizer), or an HF config plus a tokenizer."""
 
     path: str | None = None
@@ -60,7 +62,7 @@ class ModelSpec(Strict):
         return self
 
 
-class RewardSpec(Strict):
+class RewardSpec(FrozenConfig):
     """A reward model: an HF sequence classifier (path) or a Python callable 'module:function'
     (or 'file.py:function') taking (prompts, completions) and returning floats."""
 
@@ -74,7 +76,7 @@ class RewardSpec(Strict):
         return self
 
 
-class Devices(Strict):
+class Devices(FrozenConfig):
     """Per-model overrides of the run's `device` (None: that default)."""
 
     policy: str | None = None
@@ -88,7 +90,7 @@ class Devices(Strict):
         return value if value is None else check_name(value)
 
 
-class TaskConfig(Strict):
+class TaskConfig(FrozenConfig):
     """One task of CGPO's Algorithm 2: its prompts, reward model, judges, optimizer and weight."""
 
     name: str
@@ -133,7 +135,7 @@ class TaskConfig(Strict):
         return value
 
 
-class CGPOConfig(Strict):
+class CGPOConfig(FrozenConfig):
     """A CGPO run: policy, reference, tasks and the loop's schedule."""
 
     output_dir: str

@@ -20,7 +20,7 @@ from transformers import AutoModelForSequenceClassification, PreTrainedTokenizer
 from rlguard.errors import InputError
 from rlguard.jsonl import field, read_jsonl
 from rlguard.train.checkpoint import replace_dir
-from rlguard.train.config import ModelSpec, Strict, model_paths
+from rlguard.train.config import FrozenConfig, ModelSpec, model_paths
 from rlguard.train.logprobs import token_logprobs
 from rlguard.train.metrics_log import MetricsLog
 from rlguard.train.models import freeze, load_causal_lm, load_tokenizer
@@ -28,7 +28,7 @@ from rlguard.train.optimizers import bradley_terry_loss, dpo_loss, preference_ac
 from rlguard.train.rollout import encode_completions
 
 
-class OfflineConfig(Strict):
+class OfflineConfig(FrozenConfig):
     stage: str
     output_dir: str
     model: ModelSpec

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rlguard.cluster.experiments.simulate import Grid, aggregate, run_grid
-from rlguard.cluster.workload import ScenarioConfig
+from rlguard.cluster.scenario import ScenarioConfig
 
 SEEDS = [2000, 2001, 2002]
 RULES = ["evalstop", "fixed-progress", "loss-plateau", "gao-trend", "gao-drop"]

@@ -12,7 +12,7 @@ from scipy import stats
 from rlguard.cluster.experiments.runner import RunSpec, run_spec
 from rlguard.cluster.experiments.simulate import MEAN_KEYS, Grid, aggregate, run_grid
 from rlguard.cluster.experiments.sweeps import parse_values, sweep
-from rlguard.cluster.workload import ScenarioConfig
+from rlguard.cluster.scenario import ScenarioConfig
 from rlguard.errors import InputError
 
 GAIN_KEYS = ("jct_gain", "jct_gain_ci", "p_jct", "waste_cut", "waste_cut_ci", "p_waste")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from rlguard.runtime.comm import (
+from rlguard.runtime.calib.comm import (
     TrainerSettings,
     TrainLayout,
     comm_s_per_token,
@@ -14,7 +14,7 @@ from rlguard.runtime.comm import (
     ring_all_gather_s,
     ring_all_reduce_s,
 )
-from rlguard.runtime.hardware import GPUS, GpuSpec, ModelSpec
+from rlguard.runtime.sim.hardware import GPUS, GpuSpec, ModelSpec
 
 # 1e9 params (2 GB of bf16 weights), 2 layers, hidden 1000; links of 1 GB/s, 1 TFLOPS.
 TOY = ModelSpec("toy", 1e9, 2, 1, 64, 1000, 1000)

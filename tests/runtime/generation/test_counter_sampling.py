@@ -6,7 +6,13 @@ import random
 
 import torch
 
-from rlguard.runtime.sampling import MASK64, as_int64, gumbel_noise, next_tokens, splitmix64
+from rlguard.runtime.generation.sampling import (
+    MASK64,
+    as_int64,
+    gumbel_noise,
+    next_tokens,
+    splitmix64,
+)
 
 
 def reference_splitmix64(x: int) -> int:

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from rlguard.runtime.generation import GroupGenerator, GroupRequest, shared_prefix_length
+from rlguard.runtime.generation.generator import GroupGenerator, GroupRequest, shared_prefix_length
 
 K = 4
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from rlguard.runtime.kv_batch import KVBatch
+from rlguard.runtime.generation.kv_batch import KVBatch
 
 TOLERANCE = 1e-5
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from rlguard.runtime import profiling
-from rlguard.runtime.profiles import load_profile
-from rlguard.runtime.profiling import (
+from rlguard.runtime.generation import profiling
+from rlguard.runtime.generation.profiling import (
     ProfileSettings,
     fit_step_time,
     measure_profile,
     save_measured_profile,
 )
+from rlguard.runtime.policies.profiles import load_profile
 
 SMALL = ProfileSettings(
     prompt_tokens=16,

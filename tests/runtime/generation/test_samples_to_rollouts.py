@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rlguard.runtime.generation import GroupGenerator, GroupRequest, SampleResult
-from rlguard.runtime.rollouts import to_rollouts
+from rlguard.runtime.generation.generator import GroupGenerator, GroupRequest, SampleResult
+from rlguard.runtime.generation.rollouts import to_rollouts
 from rlguard.train.rollout import LocalRollout
 
 PROMPTS = ["Question: what is 2 + 3? ", "Write", "Is the response safe? Yes or no. "]

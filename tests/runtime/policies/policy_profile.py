@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rlguard.runtime.profiles import TimeProfile
+from rlguard.runtime.policies.profiles import TimeProfile
 
 PROFILE = TimeProfile(
     name="t",

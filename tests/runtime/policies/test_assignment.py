@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rlguard.runtime.assignment import equal_count_split, length_aware_split
+from rlguard.runtime.policies.assignment import equal_count_split, length_aware_split
 
 
 def test_equal_count_split_by_hand() -> None:

@@ -8,14 +8,14 @@ from itertools import pairwise
 
 from policy_profile import PROFILE
 
-from rlguard.runtime.assignment import equal_count_split
-from rlguard.runtime.components import (
+from rlguard.runtime.policies.assignment import equal_count_split
+from rlguard.runtime.policies.components import (
     ABLATIONS,
     SIMULATED_ABLATIONS,
     Components,
     plan_generation,
 )
-from rlguard.runtime.pricing import Prices
+from rlguard.runtime.policies.pricing import Prices
 
 PREDICTED = [100, 90, 80, 50, 40, 30, 20, 10]  # already sorted: longest first is index order
 

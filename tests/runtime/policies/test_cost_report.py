@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rlguard.runtime.cost import Meter
-from rlguard.runtime.pricing import Prices
-from rlguard.runtime.report import StepReport, comparison, gains, summarize
+from rlguard.runtime.policies.cost import Meter
+from rlguard.runtime.policies.pricing import Prices
+from rlguard.runtime.policies.report import StepReport, comparison, gains, summarize
 
 
 def test_serverless_bills_cold_start_to_release_plus_keep_alive_rounded_up() -> None:

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rlguard.runtime.lengths import LengthPredictor
+from rlguard.runtime.policies.lengths import LengthPredictor
 
 
 def test_before_any_data_every_prompt_gets_the_default() -> None:

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rlguard.errors import InputError
-from rlguard.runtime.migration import plan_moves, should_cut
+from rlguard.runtime.policies.migration import plan_moves, should_cut
 
 
 def test_should_cut_by_hand() -> None:

@@ -11,8 +11,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rlguard.errors import InputError
-from rlguard.runtime.pricing import Prices, load_prices
-from rlguard.runtime.profiles import (
+from rlguard.runtime.policies.pricing import Prices, load_prices
+from rlguard.runtime.policies.profiles import (
     TimeProfile,
     load_profile,
     save_profile,

@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from policy_profile import PROFILE
 
-from rlguard.runtime.pricing import Prices
-from rlguard.runtime.profiles import TimeProfile
-from rlguard.runtime.scaling import choose_actor_count, estimate_actor_times, group_work
+from rlguard.runtime.policies.pricing import Prices
+from rlguard.runtime.policies.profiles import TimeProfile
+from rlguard.runtime.policies.scaling import choose_actor_count, estimate_actor_times, group_work
 
 
 def test_estimate_by_hand() -> None:

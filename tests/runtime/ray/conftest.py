@@ -10,7 +10,7 @@ import pytest
 import ray
 from ray_workload import BUDGETS, PROMPTS, K
 
-from rlguard.runtime.generation import GroupRequest
+from rlguard.runtime.generation.generator import GroupRequest
 from tiny_models import tiny_causal_lm
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rlguard.runtime.profiles import TimeProfile
+from rlguard.runtime.policies.profiles import TimeProfile
 
 K = 4
 # distinct first tokens: no prefix is shared, so deduplication saves exactly the K-fold repeats

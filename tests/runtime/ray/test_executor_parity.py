@@ -10,7 +10,6 @@ from ray_workload import PROMPTS, K, cpu_profile
 from transformers import AutoModelForCausalLM
 
 from rlguard.errors import InputError
-from rlguard.runtime.components import Components
 from rlguard.runtime.executors import (
     RuntimeConfig,
     ServerfulExecutor,
@@ -18,7 +17,8 @@ from rlguard.runtime.executors import (
     StepBatch,
     StepJob,
 )
-from rlguard.runtime.pricing import Prices
+from rlguard.runtime.policies.components import Components
+from rlguard.runtime.policies.pricing import Prices
 from rlguard.train.config import TaskConfig
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("local_ray")]

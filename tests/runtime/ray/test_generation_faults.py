@@ -8,11 +8,11 @@ import pytest
 from ray_workload import K, cpu_profile
 from transformers import AutoModelForCausalLM
 
-from rlguard.runtime.components import Components
 from rlguard.runtime.executors import RuntimeConfig, ServerlessExecutor
-from rlguard.runtime.faults import FaultPlan
-from rlguard.runtime.generation import GroupGenerator
-from rlguard.runtime.pricing import Prices
+from rlguard.runtime.executors.faults import FaultPlan
+from rlguard.runtime.generation.generator import GroupGenerator
+from rlguard.runtime.policies.components import Components
+from rlguard.runtime.policies.pricing import Prices
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("local_ray")]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rlguard.runtime.functions import GenerationFunction, GenerationSpec
-from rlguard.runtime.generation import GroupRequest
+from rlguard.runtime.executors.functions import GenerationFunction, GenerationSpec
+from rlguard.runtime.generation.generator import GroupRequest
 
 
 @pytest.fixture(scope="module")

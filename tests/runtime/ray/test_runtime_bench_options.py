@@ -6,8 +6,8 @@ import pytest
 
 from cli_runner import cli
 from rlguard.errors import InputError
-from rlguard.runtime.bench import BenchSettings, response_budgets
 from rlguard.runtime.executors import RuntimeConfig
+from rlguard.runtime.executors.bench import BenchSettings, response_budgets
 
 
 @pytest.mark.parametrize(

@@ -9,10 +9,10 @@ import pytest
 import torch
 from ray_workload import cpu_profile
 
-from rlguard.runtime.engine import RuntimeRollout
 from rlguard.runtime.executors import RuntimeConfig, ServerlessExecutor
-from rlguard.runtime.generation import GroupGenerator, GroupRequest
-from rlguard.runtime.pricing import Prices
+from rlguard.runtime.executors.rollout_engine import RuntimeRollout
+from rlguard.runtime.generation.generator import GroupGenerator, GroupRequest
+from rlguard.runtime.policies.pricing import Prices
 from rlguard.train.models import load_causal_lm, load_tokenizer
 from rlguard.train.toy import build
 from rlguard.train.toy_runs import toy_config

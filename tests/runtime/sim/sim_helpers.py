@@ -6,9 +6,9 @@ import dataclasses
 
 import numpy as np
 
-from rlguard.runtime.profiles import TimeProfile
+from rlguard.runtime.policies.profiles import TimeProfile
 from rlguard.runtime.sim.setups import Setup
-from rlguard.runtime.sim.workload import LengthModel, StepBatch
+from rlguard.runtime.sim.workload import LengthModel, TokenBatch
 
 
 def profile(
@@ -35,9 +35,9 @@ def profile(
     )
 
 
-def batch(lengths: list[list[int]], prompt: int = 10, prefix: int = 0) -> StepBatch:
+def batch(lengths: list[list[int]], prompt: int = 10, prefix: int = 0) -> TokenBatch:
     groups = len(lengths)
-    return StepBatch(
+    return TokenBatch(
         [str(i) for i in range(groups)],
         np.full(groups, prompt),
         prefix,

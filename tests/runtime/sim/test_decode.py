@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sim_helpers import batch, profile
 
-from rlguard.runtime.assignment import equal_count_split
+from rlguard.runtime.policies.assignment import equal_count_split
 from rlguard.runtime.sim.decode import simulate_generation
 
 

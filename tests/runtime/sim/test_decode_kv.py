@@ -11,14 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sim_helpers import batch, profile
 
-from rlguard.runtime.assignment import equal_count_split
-from rlguard.runtime.profiles import TimeProfile
+from rlguard.runtime.policies.assignment import equal_count_split
+from rlguard.runtime.policies.profiles import TimeProfile
 from rlguard.runtime.sim.decode import generation_floor_s, simulate_generation
-from rlguard.runtime.sim.workload import StepBatch
+from rlguard.runtime.sim.workload import TokenBatch
 
 
 def reference_actor(
-    seqs: list[int], work: StepBatch, p: TimeProfile, dedup: bool
+    seqs: list[int], work: TokenBatch, p: TimeProfile, dedup: bool
 ) -> tuple[dict[int, float], int, int]:
     """One actor decoded one step at a time with vLLM's rules (admit in order while the head's
     context fits with room for a step; evict the latest admitted when the next step would not fit;
@@ -107,7 +107,7 @@ def test_event_simulation_matches_a_step_by_step_reference(
 ) -> None:
     rng = np.random.default_rng(seed)
     prompts = rng.integers(1, 60, size=groups)  # uneven prompts: some evictions free little
-    work = StepBatch([str(g) for g in range(groups)], prompts, 2, rng.integers(1, 40, (groups, k)))
+    work = TokenBatch([str(g) for g in range(groups)], prompts, 2, rng.integers(1, 40, (groups, k)))
     p = profile(max_batch=slots, prefill=1e-4, per_seq=2e-4, per_context=1e-5, compute=3e-3, kv=kv)
     assignment = equal_count_split(groups, actors)
     result = simulate_generation(assignment, work, p, dedup, None)
@@ -170,7 +170,7 @@ def test_an_actors_time_is_its_work_counts_times_the_profile(
     # profile's terms, with its counted steps, sequence-steps, context read and prefill
     rng = np.random.default_rng(seed)
     prompts = rng.integers(1, 60, size=groups)
-    work = StepBatch([str(g) for g in range(groups)], prompts, 2, rng.integers(1, 40, (groups, k)))
+    work = TokenBatch([str(g) for g in range(groups)], prompts, 2, rng.integers(1, 40, (groups, k)))
     p = profile(max_batch=slots, prefill=1e-4, per_seq=2e-4, per_context=1e-5, kv=kv)
     result = simulate_generation(equal_count_split(groups, actors), work, p, True, None)
     for end, w in zip(result.actor_end_s, result.actor_work, strict=True):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rlguard.runtime.hardware import L40S, QWEN25_7B, QWEN25_32B
-from rlguard.runtime.profiles import MEASURED_DIR, load_profile, shipped_profiles
+from rlguard.runtime.policies.profiles import MEASURED_DIR, load_profile, shipped_profiles
+from rlguard.runtime.sim.hardware import L40S, QWEN25_7B, QWEN25_32B
 from rlguard.runtime.sim.roofline import SHIPPED, Assumptions, derive_profile, tensor_parallel
 
 

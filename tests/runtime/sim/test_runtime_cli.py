@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from cli_runner import cli, one_line_exit_2
-from rlguard.runtime.profiles import load_profile
+from rlguard.runtime.policies.profiles import load_profile
 
 KEYS = {"config", "baseline", "serverless", "speedup", "cost_cut", "ablation"}
 ABLATIONS = {"no-dedup", "no-assign", "no-scaling", "no-migrate", "no-overlap"}

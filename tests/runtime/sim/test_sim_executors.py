@@ -9,9 +9,9 @@ import pytest
 from sim_helpers import SMALL, batch
 from sim_helpers import SMALL_PROFILE as PROFILE
 
-from rlguard.runtime.components import SIMULATED_ABLATIONS, Components
-from rlguard.runtime.lengths import LengthPredictor
-from rlguard.runtime.pricing import Prices
+from rlguard.runtime.policies.components import SIMULATED_ABLATIONS, Components
+from rlguard.runtime.policies.lengths import LengthPredictor
+from rlguard.runtime.policies.pricing import Prices
 from rlguard.runtime.sim.experiment import run_setup
 from rlguard.runtime.sim.serverful import serverful_step
 from rlguard.runtime.sim.serverless import ServerlessSim
@@ -128,7 +128,7 @@ def test_experiment_json_schema_and_determinism() -> None:
 
 
 def test_paper_setups_hold_whole_actors() -> None:
-    from rlguard.runtime.profiles import load_profile
+    from rlguard.runtime.policies.profiles import load_profile
 
     for setup in SETUPS.values():
         assert setup.n_gpus % load_profile(setup.profile).gpus_per_actor == 0

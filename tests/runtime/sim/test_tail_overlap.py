@@ -11,10 +11,10 @@ from sim_helpers import SMALL as SETUP
 from sim_helpers import SMALL_PROFILE as PROFILE
 from sim_helpers import batch
 
-from rlguard.runtime.components import Components
-from rlguard.runtime.cost import Meter
-from rlguard.runtime.lengths import LengthPredictor
-from rlguard.runtime.pricing import Prices
+from rlguard.runtime.policies.components import Components
+from rlguard.runtime.policies.cost import Meter
+from rlguard.runtime.policies.lengths import LengthPredictor
+from rlguard.runtime.policies.pricing import Prices
 from rlguard.runtime.sim.decode import simulate_generation
 from rlguard.runtime.sim.phases import group_scoring_gpu_s
 from rlguard.runtime.sim.serverless import ServerlessSim

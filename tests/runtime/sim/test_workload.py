@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rlguard.runtime.lengths import LengthPredictor
+from rlguard.runtime.policies.lengths import LengthPredictor
 from rlguard.runtime.sim.workload import LengthModel, PromptPool
 
 

@@ -15,9 +15,10 @@ from rlguard.cluster.engine import Engine, RunResult
 from rlguard.cluster.jobs import JobKind, Workload
 from rlguard.cluster.metrics import HOUR, summarize
 from rlguard.cluster.registry import RULES, RuleParams, build_policy
+from rlguard.cluster.scenario import ScenarioConfig
 from rlguard.cluster.scheduler import Scheduler
 from rlguard.cluster.traces import read_trace
-from rlguard.cluster.workload import ScenarioConfig, paper_workload
+from rlguard.cluster.workload import paper_workload
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,10 @@ from rlguard.cluster.blocks import JobBlock, JobStream
 from rlguard.cluster.engine import Engine
 from rlguard.cluster.metrics import HOUR, summarize
 from rlguard.cluster.registry import BASES, RULES, RuleParams
+from rlguard.cluster.scenario import ScenarioConfig
 from rlguard.cluster.scheduler import Scheduler
 from rlguard.cluster.traces import trace_stream
-from rlguard.cluster.workload import ScenarioConfig, paper_stream
+from rlguard.cluster.workload import paper_stream
 
 SUMMARY_KEYS = ("jct_mean_h", "jct_p95_h", "gpu_util", "precision", "recall", "preemptions")
 

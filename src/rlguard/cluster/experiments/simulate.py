@@ -14,7 +14,7 @@ from rlguard.cluster.experiments.parallel import fan_out
 from rlguard.cluster.experiments.runner import RunSpec, run_spec
 from rlguard.cluster.experiments.stats import mean_or_none, paired_gain
 from rlguard.cluster.registry import RuleParams
-from rlguard.cluster.workload import ScenarioConfig
+from rlguard.cluster.scenario import ScenarioConfig
 
 SCORE_KEYS = ("precision", "recall", "fpr", "f1")
 MEAN_KEYS = (

@@ -3,7 +3,7 @@
 One run's logs cannot pin down every coefficient of the step model, so the shipped fit (to the
 public measurements) keeps its shape and each phase gets one scale, fitted by least squares on
 relative error: generation (decode, prefill and the phase switch together), scoring, training.
-The trainer's communication stays at datasheet bandwidth (runtime/comm.py): no scale touches it.
+The trainer's communication stays at datasheet bandwidth (calib/comm.py): no scale touches it.
 The logs give the times and length statistics of each step; the job file says what ran.
 """
 
@@ -30,7 +30,7 @@ from rlguard.runtime.calib.replay import (
     training_features,
 )
 from rlguard.runtime.calib.verl_logs import read_verl_log
-from rlguard.runtime.profiles import TimeProfile
+from rlguard.runtime.policies.profiles import TimeProfile
 
 SCALED = {"generation": GENERATION + SWITCH, "scoring": SCORING, "training": TRAINING}
 NEEDED = {

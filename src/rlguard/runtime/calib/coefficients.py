@@ -2,7 +2,7 @@
 (calib/fit.py), that turn a model, a GPU and the engine's settings into a `TimeProfile`.
 
 Each coefficient multiplies a roofline time or counts seconds of overhead, so one fit serves every
-model and GPU in runtime/hardware.py. The terms are the ones the measurements call for
+model and GPU in runtime/sim/hardware.py. The terms are the ones the measurements call for
 (docs/runtime.md "Calibration"; terms that fitted to zero were dropped):
 
 - a decode step takes `memory` x (weights + the batch's KV cache read at full bandwidth) plus, in
@@ -18,7 +18,7 @@ model and GPU in runtime/hardware.py. The terms are the ones the measurements ca
   and `pass_s_per_gb` per GB of weights (offloaded weights brought back, layers gathered);
 - training: `train` x its FLOPs at peak, plus `update_s_per_layer` per layer per update;
 - in both, the trainer layout's exposed communication at datasheet interconnect bandwidth
-  (runtime/comm.py: no coefficient), and a pipeline's bubble stretches the compute.
+  (runtime/calib/comm.py: no coefficient), and a pipeline's bubble stretches the compute.
 """
 
 from __future__ import annotations
@@ -31,19 +31,20 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from rlguard.io import write_text
-from rlguard.runtime.comm import TrainLayout, comm_s_per_token
-from rlguard.runtime.datafile import build, read_mapping
-from rlguard.runtime.hardware import GB, GpuSpec, ModelSpec
-from rlguard.runtime.profiles import TimeProfile
+from rlguard.runtime.calib.comm import TrainLayout, comm_s_per_token
+from rlguard.runtime.policies.datafile import build, read_mapping
+from rlguard.runtime.policies.profiles import TimeProfile
+from rlguard.runtime.sim.hardware import GB, GpuSpec, ModelSpec
 
 ACTIVATION_RESERVE = 2 * GB  # as the roofline: vLLM's profiled activation peak (assumption)
 COLD_START_S, LOAD_BYTES_PER_S = 25.0, 1.55 * GB  # as the roofline (REFERENCE s5, ServerlessLLM)
 
 
 @dataclass(frozen=True)
-class Engine:
-    """The rollout engine's settings that change its speed; defaults are verl's before August
-    2025 (vLLM with `enforce_eager=True`, `max_num_seqs` 1024, `gpu_memory_utilization` 0.5)."""
+class EngineArgs:
+    """The rollout engine's settings that change its speed (vLLM's `EngineArgs` of those names);
+    defaults are verl's before August 2025 (vLLM with `enforce_eager=True`, `max_num_seqs` 1024,
+    `gpu_memory_utilization` 0.5)."""
 
     enforce_eager: bool = True
     max_num_seqs: int = 1024
@@ -77,7 +78,7 @@ def calibrated_profile(
     model: ModelSpec,
     gpu: GpuSpec,
     tp: int,
-    engine: Engine,
+    engine: EngineArgs,
     layout: TrainLayout,
     lora: bool = False,
 ) -> TimeProfile:

@@ -30,15 +30,15 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from rlguard.errors import InputError
 from rlguard.runtime.calib.coefficients import (
     Coefficients,
-    Engine,
+    EngineArgs,
     calibrated_profile,
     load_coefficients,
 )
+from rlguard.runtime.calib.comm import TrainerSettings, TrainLayout
 from rlguard.runtime.calib.lengths import workload_from_stats
-from rlguard.runtime.comm import TrainerSettings, TrainLayout
-from rlguard.runtime.datafile import build, read_mapping
-from rlguard.runtime.hardware import gpu_spec, model_spec
-from rlguard.runtime.profiles import TimeProfile, load_profile
+from rlguard.runtime.policies.datafile import build, read_mapping
+from rlguard.runtime.policies.profiles import TimeProfile, load_profile
+from rlguard.runtime.sim.hardware import gpu_spec, model_spec
 from rlguard.runtime.sim.roofline import Assumptions, tensor_parallel
 from rlguard.runtime.sim.setups import Setup
 
@@ -48,17 +48,17 @@ class EngineSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    enforce_eager: bool = Engine.enforce_eager
-    max_num_seqs: int = Field(Engine.max_num_seqs, gt=0)
-    gpu_memory_utilization: float = Field(Engine.gpu_memory_utilization, gt=0, le=1)
+    enforce_eager: bool = EngineArgs.enforce_eager
+    max_num_seqs: int = Field(EngineArgs.max_num_seqs, gt=0)
+    gpu_memory_utilization: float = Field(EngineArgs.gpu_memory_utilization, gt=0, le=1)
 
 
 class JobFile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str | None = None
-    model: str = Field(description="a model of runtime/hardware.py (e.g. qwen2.5-7b)")
-    gpu: str = Field(description="a GPU of runtime/hardware.py (e.g. h100, l40s)")
+    model: str = Field(description="a model of runtime/sim/hardware.py (e.g. qwen2.5-7b)")
+    gpu: str = Field(description="a GPU of runtime/sim/hardware.py (e.g. h100, l40s)")
     n_gpus: int = Field(gt=0)
     rollout_tp: int | None = Field(None, gt=0, description="default: the roofline's rule")
     algorithm: Literal["grpo", "ppo"] = "grpo"
@@ -84,9 +84,9 @@ class JobFile(BaseModel):
         self.trainer.check(self.n_gpus)
         return self
 
-    def engine_settings(self) -> Engine:
+    def engine_settings(self) -> EngineArgs:
         e = self.engine
-        return Engine(e.enforce_eager, e.max_num_seqs, e.gpu_memory_utilization)
+        return EngineArgs(e.enforce_eager, e.max_num_seqs, e.gpu_memory_utilization)
 
     def layout(self) -> TrainLayout:
         mean = self.prompt_length_mean + self.response_length_mean
@@ -157,7 +157,7 @@ def calibrated_job_profile(
 def calibrated_for(
     model_key: str,
     gpu_key: str,
-    engine: Engine,
+    engine: EngineArgs,
     layout: TrainLayout,
     where: str,
     tp: int | None = None,

@@ -3,8 +3,8 @@ statistics and settings (runtime/data/verl_steps.csv), each row with its source.
 
 One row is one logged training step of one run. Times are verl's own timers in seconds
 (`timing_s/...`); settings a run's source does not state are blank, and the models fill them with
-the defaults of the verl version the run used (see `Engine` in calib/coefficients.py) or, for the
-trainer's layout, with verl's GRPO example (`TrainerSettings` in runtime/comm.py).
+the defaults of the verl version the run used (see `EngineArgs` in calib/coefficients.py) or, for
+the trainer's layout, with verl's GRPO example (`TrainerSettings` in calib/comm.py).
 """
 
 from __future__ import annotations
@@ -18,20 +18,20 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rlguard.errors import InputError
-from rlguard.runtime.comm import (
+from rlguard.runtime.calib.comm import (
     EXAMPLE_MICRO_BATCH,
     EXAMPLE_MINI_BATCH,
     TrainerSettings,
     TrainLayout,
 )
-from rlguard.runtime.datafile import build
+from rlguard.runtime.policies.datafile import build
 
 SHIPPED = files("rlguard.runtime") / "data" / "verl_steps.csv"
 PHASES = ("generation", "scoring", "training")
 
 
 class MeasuredStep(BaseModel):
-    """One measured verl step. `model` and `gpu` are keys of runtime/hardware.py's catalog."""
+    """One measured verl step. `model` and `gpu` are keys of runtime/sim/hardware.py's catalog."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -13,23 +13,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rlguard.runtime.assignment import equal_count_split
 from rlguard.runtime.calib.coefficients import (
     Coefficients,
-    Engine,
+    EngineArgs,
     calibrated_profile,
     train_flops_per_token,
 )
+from rlguard.runtime.calib.comm import comm_s_per_token
 from rlguard.runtime.calib.lengths import workload_from_stats
 from rlguard.runtime.calib.measured import MeasuredStep
-from rlguard.runtime.comm import comm_s_per_token
-from rlguard.runtime.hardware import GB, GpuSpec, ModelSpec, gpu_spec, model_spec
-from rlguard.runtime.pricing import Prices
-from rlguard.runtime.profiles import TimeProfile
+from rlguard.runtime.policies.assignment import equal_count_split
+from rlguard.runtime.policies.pricing import Prices
+from rlguard.runtime.policies.profiles import TimeProfile
 from rlguard.runtime.sim.decode import simulate_generation
+from rlguard.runtime.sim.hardware import GB, GpuSpec, ModelSpec, gpu_spec, model_spec
 from rlguard.runtime.sim.serverful import serverful_step
 from rlguard.runtime.sim.setups import Setup
-from rlguard.runtime.sim.workload import PromptPool, StepBatch
+from rlguard.runtime.sim.workload import PromptPool, TokenBatch
 
 GENERATION = ("memory", "eager_s_per_layer", "lora_s_per_seq_layer", "prefill")
 SWITCH = ("switch_s", "switch_s_per_gb")
@@ -37,9 +37,9 @@ SCORING = ("forward", "pass_s_per_layer", "pass_s_per_gb")
 TRAINING = ("train", "update_s_per_layer")
 
 
-def engine_of(row: MeasuredStep) -> Engine:
-    d = Engine()
-    return Engine(
+def engine_of(row: MeasuredStep) -> EngineArgs:
+    d = EngineArgs()
+    return EngineArgs(
         d.enforce_eager if row.enforce_eager is None else row.enforce_eager,
         row.max_num_seqs or d.max_num_seqs,
         row.gpu_memory_utilization or d.gpu_memory_utilization,
@@ -75,10 +75,10 @@ class Replay:
 
     row: MeasuredStep
     setup: Setup
-    batch: StepBatch
+    batch: TokenBatch
     model: ModelSpec
     gpu: GpuSpec
-    engine: Engine
+    engine: EngineArgs
 
     def profile(self, c: Coefficients) -> TimeProfile:
         row = self.row

@@ -21,13 +21,9 @@ from transformers import AutoTokenizer
 
 from rlguard.errors import InputError
 from rlguard.judges.base import Metadata
-from rlguard.runtime.assignment import equal_count_split
-from rlguard.runtime.cost import Meter
 from rlguard.runtime.executors.calls import ActorDied, as_completed
-from rlguard.runtime.executors.generation_phase import PhaseResult
-from rlguard.runtime.executors.pool import Function, FunctionKind, FunctionPool
-from rlguard.runtime.faults import FaultPlan
-from rlguard.runtime.functions import (
+from rlguard.runtime.executors.faults import FaultPlan
+from rlguard.runtime.executors.functions import (
     GENERATION,
     JUDGING,
     SCORING,
@@ -41,10 +37,14 @@ from rlguard.runtime.functions import (
     TrainResult,
     Weights,
 )
-from rlguard.runtime.generation import GroupRequest, SampleResult
-from rlguard.runtime.pricing import Prices
-from rlguard.runtime.report import StepReport
-from rlguard.runtime.rollouts import to_rollouts
+from rlguard.runtime.executors.generation_phase import PhaseResult
+from rlguard.runtime.executors.pool import Function, FunctionKind, FunctionPool
+from rlguard.runtime.generation.generator import GroupRequest, SampleResult
+from rlguard.runtime.generation.rollouts import to_rollouts
+from rlguard.runtime.policies.assignment import equal_count_split
+from rlguard.runtime.policies.cost import Meter
+from rlguard.runtime.policies.pricing import Prices
+from rlguard.runtime.policies.report import StepReport
 from rlguard.train.config import CGPOConfig, TaskConfig
 from rlguard.train.objectives import NEEDS_BASELINE, ScoredRollouts
 from rlguard.train.rollout import Rollouts

@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rlguard.runtime.executors.calls import ActorDied, as_completed
+from rlguard.runtime.executors.faults import FaultPlan
+from rlguard.runtime.executors.functions import GENERATION, ActorGeneration
 from rlguard.runtime.executors.pool import Function, FunctionPool
-from rlguard.runtime.faults import FaultPlan
-from rlguard.runtime.functions import GENERATION, ActorGeneration
-from rlguard.runtime.generation import GroupRequest, SampleResult
-from rlguard.runtime.migration import plan_moves
+from rlguard.runtime.generation.generator import GroupRequest, SampleResult
+from rlguard.runtime.policies.migration import plan_moves
 
 
 @dataclass

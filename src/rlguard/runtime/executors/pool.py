@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 import ray
 from ray.actor import ActorHandle
 
-from rlguard.runtime.cost import Meter
 from rlguard.runtime.executors.calls import ActorDied, as_completed
-from rlguard.runtime.functions import FunctionHost, RoleSpec
+from rlguard.runtime.executors.functions import FunctionHost, RoleSpec
+from rlguard.runtime.policies.cost import Meter
 
 
 @dataclass(frozen=True)

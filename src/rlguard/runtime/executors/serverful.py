@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import time
 
-from rlguard.runtime.assignment import equal_count_split
-from rlguard.runtime.cost import Meter
 from rlguard.runtime.executors.base import Executor, RuntimeConfig
+from rlguard.runtime.executors.faults import FaultPlan
+from rlguard.runtime.executors.functions import GENERATION, TRAINING
 from rlguard.runtime.executors.generation_phase import GenerationPhase, PhaseResult
 from rlguard.runtime.executors.pool import Function, FunctionPool
-from rlguard.runtime.faults import FaultPlan
-from rlguard.runtime.functions import GENERATION, TRAINING
-from rlguard.runtime.generation import GroupRequest
-from rlguard.runtime.pricing import Prices
-from rlguard.runtime.report import StepReport
+from rlguard.runtime.generation.generator import GroupRequest
+from rlguard.runtime.policies.assignment import equal_count_split
+from rlguard.runtime.policies.cost import Meter
+from rlguard.runtime.policies.pricing import Prices
+from rlguard.runtime.policies.report import StepReport
 
 
 class ServerfulExecutor(Executor):

@@ -10,28 +10,28 @@ keep-alive and is reused by the next phase that asks in time, else it is stopped
 the pool scales to zero. Billing is per function, per second, cold starts included
 (`Meter.serverless`).
 
-`Components` (runtime/components.py, shared with the simulator) switches each RLHFless component
-off for the ablation; `plan_generation`, also shared, makes the scaling and assignment decisions.
-`Components.overlap` (scoring finished groups during the generation tail) is simulator-only: this
-executor scores after generation and ignores it.
+`Components` (runtime/policies/components.py, shared with the simulator) switches each RLHFless
+component off for the ablation; `plan_generation`, also shared, makes the scaling and assignment
+decisions. `Components.overlap` (scoring finished groups during the generation tail) is
+simulator-only: this executor scores after generation and ignores it.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from rlguard.runtime.components import Components, plan_generation
-from rlguard.runtime.cost import Meter
 from rlguard.runtime.executors.base import Executor, RuntimeConfig
+from rlguard.runtime.executors.faults import FaultPlan
+from rlguard.runtime.executors.functions import GENERATION, TRAINING
 from rlguard.runtime.executors.generation_phase import GenerationPhase, PhaseResult
 from rlguard.runtime.executors.pool import Function, FunctionPool
-from rlguard.runtime.faults import FaultPlan
-from rlguard.runtime.functions import GENERATION, TRAINING
-from rlguard.runtime.generation import GroupRequest
-from rlguard.runtime.lengths import LengthPredictor
-from rlguard.runtime.migration import check_tau
-from rlguard.runtime.pricing import Prices
-from rlguard.runtime.profiles import TimeProfile
+from rlguard.runtime.generation.generator import GroupRequest
+from rlguard.runtime.policies.components import Components, plan_generation
+from rlguard.runtime.policies.cost import Meter
+from rlguard.runtime.policies.lengths import LengthPredictor
+from rlguard.runtime.policies.migration import check_tau
+from rlguard.runtime.policies.pricing import Prices
+from rlguard.runtime.policies.profiles import TimeProfile
 
 
 def prompt_key(request: GroupRequest) -> str:

@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rlguard.runtime.migration import plan_moves, should_cut
-from rlguard.runtime.profiles import TimeProfile
-from rlguard.runtime.sim.workload import StepBatch
+from rlguard.runtime.policies.migration import plan_moves, should_cut
+from rlguard.runtime.policies.profiles import TimeProfile
+from rlguard.runtime.sim.workload import TokenBatch
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ class _Generation:
     def __init__(
         self,
         assignment: list[list[int]],
-        batch: StepBatch,
+        batch: TokenBatch,
         profile: TimeProfile,
         dedup: bool,
         tau: float | None,
@@ -339,7 +339,7 @@ class _Generation:
 
 def simulate_generation(
     assignment: list[list[int]],
-    batch: StepBatch,
+    batch: TokenBatch,
     profile: TimeProfile,
     dedup: bool,
     tau: float | None,
@@ -349,7 +349,7 @@ def simulate_generation(
     return _Generation(assignment, batch, profile, dedup, tau).run()
 
 
-def generation_floor_s(batch: StepBatch, profile: TimeProfile) -> float:
+def generation_floor_s(batch: TokenBatch, profile: TimeProfile) -> float:
     """A lower bound on the generation phase on this profile: its slowest sequence prefilled and
     decoded alone, in a batch of one. No assignment, scaling or migration can beat it."""
     prompts = batch.prompt_tokens + batch.prefix_tokens

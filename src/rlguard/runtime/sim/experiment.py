@@ -14,20 +14,20 @@ from typing import Any
 
 import numpy as np
 
-from rlguard.runtime.components import SIMULATED_ABLATIONS, Components
-from rlguard.runtime.lengths import LengthPredictor
-from rlguard.runtime.pricing import Prices
-from rlguard.runtime.profiles import TimeProfile
-from rlguard.runtime.report import StepReport, comparison, gains, summarize
+from rlguard.runtime.policies.components import SIMULATED_ABLATIONS, Components
+from rlguard.runtime.policies.lengths import LengthPredictor
+from rlguard.runtime.policies.pricing import Prices
+from rlguard.runtime.policies.profiles import TimeProfile
+from rlguard.runtime.policies.report import StepReport, comparison, gains, summarize
 from rlguard.runtime.sim.serverful import serverful_step
 from rlguard.runtime.sim.serverless import ServerlessSim
 from rlguard.runtime.sim.setups import Setup, check_fits
-from rlguard.runtime.sim.workload import PromptPool, StepBatch
+from rlguard.runtime.sim.workload import PromptPool, TokenBatch
 
 BASELINE, SERVERLESS = "baseline", "serverless"
 
 
-def _observe(predictor: LengthPredictor, batch: StepBatch) -> None:
+def _observe(predictor: LengthPredictor, batch: TokenBatch) -> None:
     for key, lengths in zip(batch.keys, batch.lengths, strict=True):
         predictor.update(key, lengths)
 
@@ -39,12 +39,12 @@ def _steps(setup: Setup, seed: int) -> tuple[PromptPool, int, int]:
     return pool, setup.warmup_epochs * per_epoch - 1, per_epoch
 
 
-def step_batch(setup: Setup, pool: PromptPool, per_epoch: int, index: int) -> StepBatch:
+def step_batch(setup: Setup, pool: PromptPool, per_epoch: int, index: int) -> TokenBatch:
     epoch, step = divmod(index, per_epoch)
     return pool.batch(epoch, step, setup.prompts_per_step, setup.k)
 
 
-def measured_batches(setup: Setup, seed: int) -> list[StepBatch]:
+def measured_batches(setup: Setup, seed: int) -> list[TokenBatch]:
     """The steps `run_seed` measures, for analyses beside the executors (e.g. lower bounds)."""
     pool, history, per_epoch = _steps(setup, seed)
     first = history + 1

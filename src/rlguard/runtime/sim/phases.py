@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from rlguard.runtime.profiles import TimeProfile
+from rlguard.runtime.policies.profiles import TimeProfile
 from rlguard.runtime.sim.setups import Setup
-from rlguard.runtime.sim.workload import StepBatch
+from rlguard.runtime.sim.workload import TokenBatch
 
 
-def group_scoring_gpu_s(batch: StepBatch, profile: TimeProfile, setup: Setup) -> np.ndarray:
+def group_scoring_gpu_s(batch: TokenBatch, profile: TimeProfile, setup: Setup) -> np.ndarray:
     """(groups,) GPU-seconds to score each group: every scoring pass over its tokens."""
     return setup.scoring_passes() * batch.group_tokens() * profile.score_s_per_token
 
 
-def scoring_s(batch: StepBatch, profile: TimeProfile, setup: Setup) -> float:
+def scoring_s(batch: TokenBatch, profile: TimeProfile, setup: Setup) -> float:
     """Wall seconds: the passes' GPU-seconds spread over every GPU, plus each pass's fixed cost
     (loading offloaded weights, launching the workers)."""
     passes = setup.scoring_passes()
@@ -28,7 +28,7 @@ def scoring_s(batch: StepBatch, profile: TimeProfile, setup: Setup) -> float:
     return spread + passes * profile.score_s_per_pass
 
 
-def training_s(batch: StepBatch, profile: TimeProfile, setup: Setup) -> float:
+def training_s(batch: TokenBatch, profile: TimeProfile, setup: Setup) -> float:
     passes = setup.training_passes()
     spread = passes * batch.sequence_tokens() * profile.train_s_per_token / setup.n_gpus
     return spread + passes * profile.train_s_per_update

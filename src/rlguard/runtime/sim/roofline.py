@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from rlguard.runtime.hardware import (
+from rlguard.runtime.policies.profiles import TimeProfile, save_profile
+from rlguard.runtime.sim.hardware import (
     A100,
     GB,
     H100,
@@ -28,7 +29,6 @@ from rlguard.runtime.hardware import (
     GpuSpec,
     ModelSpec,
 )
-from rlguard.runtime.profiles import TimeProfile, save_profile
 
 
 @dataclass(frozen=True)

@@ -10,19 +10,19 @@ Generation starts with the phase switch (weights synced to the engine, its wake 
 
 from __future__ import annotations
 
-from rlguard.runtime.assignment import equal_count_split
-from rlguard.runtime.cost import Meter
-from rlguard.runtime.pricing import Prices
-from rlguard.runtime.profiles import TimeProfile
-from rlguard.runtime.report import StepReport
+from rlguard.runtime.policies.assignment import equal_count_split
+from rlguard.runtime.policies.cost import Meter
+from rlguard.runtime.policies.pricing import Prices
+from rlguard.runtime.policies.profiles import TimeProfile
+from rlguard.runtime.policies.report import StepReport
 from rlguard.runtime.sim.decode import simulate_generation
 from rlguard.runtime.sim.phases import scoring_s, training_s
 from rlguard.runtime.sim.setups import Setup
-from rlguard.runtime.sim.workload import StepBatch
+from rlguard.runtime.sim.workload import TokenBatch
 
 
 def serverful_step(
-    batch: StepBatch, setup: Setup, profile: TimeProfile, prices: Prices
+    batch: TokenBatch, setup: Setup, profile: TimeProfile, prices: Prices
 ) -> StepReport:
     n_actors = setup.n_gpus // profile.gpus_per_actor
     assignment = equal_count_split(len(batch.keys), n_actors)

@@ -13,23 +13,23 @@ generate, score and train), billed per second from its cold start to its release
 3. The rest of scoring, then training, on all workers; they stay held into the next step's
    generation (the gap is zero). Training starts when every group is scored.
 
-`Components` (runtime/components.py) turns each component off for the ablation.
+`Components` (runtime/policies/components.py) turns each component off for the ablation.
 """
 
 from __future__ import annotations
 
-from rlguard.runtime.components import Components, plan_generation
-from rlguard.runtime.cost import Meter
-from rlguard.runtime.lengths import LengthPredictor
-from rlguard.runtime.pricing import Prices
-from rlguard.runtime.profiles import TimeProfile
-from rlguard.runtime.report import StepReport
-from rlguard.runtime.scaling import estimate_actor_times
+from rlguard.runtime.policies.components import Components, plan_generation
+from rlguard.runtime.policies.cost import Meter
+from rlguard.runtime.policies.lengths import LengthPredictor
+from rlguard.runtime.policies.pricing import Prices
+from rlguard.runtime.policies.profiles import TimeProfile
+from rlguard.runtime.policies.report import StepReport
+from rlguard.runtime.policies.scaling import estimate_actor_times
 from rlguard.runtime.sim.decode import simulate_generation
 from rlguard.runtime.sim.phases import group_scoring_gpu_s, training_s
 from rlguard.runtime.sim.setups import Setup
 from rlguard.runtime.sim.tail import Tail
-from rlguard.runtime.sim.workload import StepBatch
+from rlguard.runtime.sim.workload import TokenBatch
 
 
 class ServerlessSim:
@@ -42,7 +42,7 @@ class ServerlessSim:
         self.workers = setup.n_gpus // profile.gpus_per_actor
         self.last_generation_s: float | None = None
 
-    def step(self, batch: StepBatch, predictor: LengthPredictor) -> StepReport:
+    def step(self, batch: TokenBatch, predictor: LengthPredictor) -> StepReport:
         predicted = predictor.predict(batch.keys)
         assignment = plan_generation(
             self.parts,

@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from rlguard.errors import InputError
-from rlguard.runtime.profiles import TimeProfile
+from rlguard.runtime.policies.profiles import TimeProfile
 from rlguard.runtime.sim.workload import LengthModel
 
 

@@ -31,9 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rlguard.runtime.cost import Meter
-from rlguard.runtime.pricing import Prices
-from rlguard.runtime.profiles import TimeProfile
+from rlguard.runtime.policies.cost import Meter
+from rlguard.runtime.policies.pricing import Prices
+from rlguard.runtime.policies.profiles import TimeProfile
 from rlguard.runtime.sim.decode import GenerationResult
 
 GROUP_DONE, WORKER_FREE = 0, 1  # at equal times a free worker sees the groups finishing then

@@ -54,7 +54,7 @@ class LengthModel(BaseModel):
 
 
 @dataclass(frozen=True)
-class StepBatch:
+class TokenBatch:
     """One step's prompt groups: keys for the predictor, token counts, K lengths per group."""
 
     keys: list[str]
@@ -106,7 +106,7 @@ class PromptPool:
         """Whole batches per epoch (the last partial batch is dropped, as data loaders do)."""
         return max(1, self.model.dataset_prompts // prompts_per_step)
 
-    def batch(self, epoch: int, step: int, prompts_per_step: int, k: int) -> StepBatch:
+    def batch(self, epoch: int, step: int, prompts_per_step: int, k: int) -> TokenBatch:
         """Step `step` of epoch `epoch`: a slice of the epoch's shuffled order, K samples each."""
         m = self.model
         order = np.random.default_rng([self.seed, ORDER, epoch]).permutation(m.dataset_prompts)
@@ -119,4 +119,4 @@ class PromptPool:
         lengths = np.exp(mu + noise)
         lengths[rng.random((len(ids), k)) < m.runaway_p] = m.max_response
         lengths = np.clip(np.rint(lengths), 1, m.max_response).astype(int)
-        return StepBatch([str(i) for i in ids], self.prompt_tokens[ids], m.prefix_tokens, lengths)
+        return TokenBatch([str(i) for i in ids], self.prompt_tokens[ids], m.prefix_tokens, lengths)

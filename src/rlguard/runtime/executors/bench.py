@@ -28,7 +28,6 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 from transformers import AutoModelForCausalLM
 
-from rlguard.runtime.components import ABLATIONS, Components
 from rlguard.runtime.executors import (
     Executor,
     RuntimeConfig,
@@ -37,10 +36,11 @@ from rlguard.runtime.executors import (
     StepBatch,
     StepJob,
 )
-from rlguard.runtime.pricing import Prices
-from rlguard.runtime.profiles import TimeProfile
-from rlguard.runtime.profiling import ProfileSettings, measure_profile
-from rlguard.runtime.report import StepReport, comparison, summarize
+from rlguard.runtime.generation.profiling import ProfileSettings, measure_profile
+from rlguard.runtime.policies.components import ABLATIONS, Components
+from rlguard.runtime.policies.pricing import Prices
+from rlguard.runtime.policies.profiles import TimeProfile
+from rlguard.runtime.policies.report import StepReport, comparison, summarize
 from rlguard.train.config import TaskConfig
 from rlguard.train.prompts import load_prompts
 from rlguard.train.toy import build

@@ -12,7 +12,7 @@ from pathlib import Path
 from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass
 
-from rlguard.runtime.datafile import build, read_mapping
+from rlguard.runtime.policies.datafile import build, read_mapping
 
 DEFAULT_SOURCE = (
     "REFERENCE.md s5 list prices (2025-26): serverless L40S $0.00053/GPU-s; "

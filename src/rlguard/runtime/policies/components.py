@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rlguard.runtime.assignment import equal_count_split, length_aware_split
-from rlguard.runtime.pricing import Prices
-from rlguard.runtime.profiles import TimeProfile
-from rlguard.runtime.scaling import choose_actor_count, group_work
+from rlguard.runtime.policies.assignment import equal_count_split, length_aware_split
+from rlguard.runtime.policies.pricing import Prices
+from rlguard.runtime.policies.profiles import TimeProfile
+from rlguard.runtime.policies.scaling import choose_actor_count, group_work
 
 
 @dataclass(frozen=True)

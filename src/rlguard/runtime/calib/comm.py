@@ -1,6 +1,7 @@
 """The communication a trainer's layout adds to scoring and training, at the GPU's datasheet
-interconnect bandwidth (runtime/hardware.py), in GPU-seconds per token like the compute beside it.
-No coefficient: nothing in it is fitted, so a run the fit leaves out is predicted, not absorbed.
+interconnect bandwidth (runtime/sim/hardware.py), in GPU-seconds per token like the compute
+beside it. No coefficient: nothing in it is fitted, so a run the fit leaves out is predicted, not
+absorbed.
 
 Ring collectives over n GPUs (NCCL's algorithm inside a node): an all-reduce of S bytes moves
 2(n-1)/n x S through each GPU's link, an all-gather or a reduce-scatter (n-1)/n x S.
@@ -31,7 +32,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rlguard.runtime.hardware import GpuSpec, ModelSpec
+from rlguard.runtime.sim.hardware import GpuSpec, ModelSpec
 
 # Verl's GRPO example as the qwen2-7b-fsdp2 run logs it (runtime/data/verl_steps.csv).
 EXAMPLE_MICRO_BATCH, EXAMPLE_MINI_BATCH = 40, 256

@@ -19,8 +19,8 @@ from itertools import groupby
 import torch
 from transformers import PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 
-from rlguard.runtime.kv_batch import KVBatch
-from rlguard.runtime.sampling import as_int64, next_tokens
+from rlguard.runtime.generation.kv_batch import KVBatch
+from rlguard.runtime.generation.sampling import as_int64, next_tokens
 
 
 @dataclass

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from rlguard.runtime.generation import SampleResult
+from rlguard.runtime.generation.generator import SampleResult
 from rlguard.train.rollout import Rollouts, completion_mask
 
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rlguard.runtime.assignment import length_aware_split
-from rlguard.runtime.pricing import Prices
-from rlguard.runtime.profiles import TimeProfile
+from rlguard.runtime.policies.assignment import length_aware_split
+from rlguard.runtime.policies.pricing import Prices
+from rlguard.runtime.policies.profiles import TimeProfile
 
 
 @dataclass(frozen=True)

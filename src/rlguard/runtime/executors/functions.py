@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 
-from rlguard.runtime.faults import FaultPlan
-from rlguard.runtime.generation import GenerationOutput, GroupGenerator, GroupRequest
-from rlguard.runtime.migration import should_cut
+from rlguard.runtime.executors.faults import FaultPlan
+from rlguard.runtime.generation.generator import GenerationOutput, GroupGenerator, GroupRequest
+from rlguard.runtime.policies.migration import should_cut
 
 if TYPE_CHECKING:
     from rlguard.judges.base import Metadata

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from rlguard.runtime.pricing import Prices
+from rlguard.runtime.policies.pricing import Prices
 
 
 @dataclass

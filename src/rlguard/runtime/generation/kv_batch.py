@@ -8,6 +8,8 @@ every row the positions it would have alone, so a row's logits match an unbatche
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Sequence
 
 import torch
@@ -21,6 +23,14 @@ def cache_from(layers: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> DynamicCa
         layer.lazy_initialization(keys, values)
         layer.keys, layer.values = keys, values
     return cache
+
+
+@functools.cache
+def cache_keyword(model_class: type[PreTrainedModel]) -> str:
+    """The forward's keyword for the KV cache: `cache` where transformers has renamed it (5.x
+    deprecates `past_key_values`, and 5.40 removes it), `past_key_values` before."""
+    parameters = inspect.signature(model_class.forward).parameters
+    return "cache" if "cache" in parameters else "past_key_values"
 
 
 def right_aligned(tensors: Sequence[torch.Tensor], width: int, dim: int) -> torch.Tensor:
@@ -74,9 +84,9 @@ class KVBatch:
             input_ids=tokens,
             attention_mask=mask,
             position_ids=positions,
-            past_key_values=cache,
             use_cache=True,
             logits_to_keep=1,
+            **{cache_keyword(type(model)): cache},
         ).logits[:, -1]
         return cls(cache, mask, logits)
 
@@ -89,8 +99,8 @@ class KVBatch:
             input_ids=tokens.to(self.mask.device)[:, None],
             attention_mask=self.mask,
             position_ids=positions,
-            past_key_values=self.cache,
             use_cache=True,
+            **{cache_keyword(type(model)): self.cache},
         ).logits[:, -1]
 
     def select(self, rows: Sequence[int]) -> KVBatch:

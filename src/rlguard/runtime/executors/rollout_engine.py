@@ -18,9 +18,9 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from rlguard.runtime.executors.base import Executor
-from rlguard.runtime.generation import GroupRequest
-from rlguard.runtime.report import StepReport
-from rlguard.runtime.rollouts import to_rollouts
+from rlguard.runtime.generation.generator import GroupRequest
+from rlguard.runtime.generation.rollouts import to_rollouts
+from rlguard.runtime.policies.report import StepReport
 from rlguard.train.rollout import Rollouts
 
 

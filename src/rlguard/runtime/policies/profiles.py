@@ -2,9 +2,10 @@
 GPU-seconds scoring and training cost per token, on one model and one kind of GPU.
 
 Profiles are data: the shipped ones (runtime/data/profiles/*.yaml) are derived from datasheet
-bandwidth and FLOPs with every step written beside the number; `rlguard.runtime.profiling`
-measures one on your own hardware, and those measured on real GPUs ship too
-(runtime/data/profiles/measured/). The same rules validate all, so a bad file fails in one line.
+bandwidth and FLOPs with every step written beside the number;
+`rlguard.runtime.generation.profiling` measures one on your own hardware, and those measured on
+real GPUs ship too (runtime/data/profiles/measured/). The same rules validate all, so a bad file
+fails in one line.
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ from pydantic.dataclasses import dataclass
 
 from rlguard.errors import InputError
 from rlguard.io import write_text
-from rlguard.runtime.datafile import build, read_mapping
+from rlguard.runtime.policies.datafile import build, read_mapping
 
 PROFILE_DIR = files("rlguard.runtime") / "data" / "profiles"  # derived (sim/roofline.py)
-MEASURED_DIR = PROFILE_DIR / "measured"  # measured on a real GPU (profiling.py)
+MEASURED_DIR = PROFILE_DIR / "measured"  # measured on a real GPU (generation/profiling.py)
 DESCRIPTIVE_KEYS = ("model", "hardware", "derivation")  # documentation, not timing fields
 
 
@@ -38,8 +39,8 @@ class TimeProfile:
     (`decode_s_per_step`), something per sequence (`decode_s_per_seq`) and every running
     sequence's KV cache (`decode_s_per_context_token` per token of context), but it never takes
     less than its matmuls need (`decode_compute_s_per_seq` per sequence). The last three default to
-    0 and None so that a profile measured at one context length (profiling.py) stays linear in the
-    batch size."""
+    0 and None so that a profile measured at one context length (generation/profiling.py) stays
+    linear in the batch size."""
 
     name: str = Field(min_length=1)
     prefill_s_per_token: float = Field(ge=0)

@@ -21,8 +21,8 @@ import torch
 from scipy.optimize import nnls
 from transformers import PreTrainedModel
 
-from rlguard.runtime.kv_batch import KVBatch
-from rlguard.runtime.profiles import TimeProfile, save_profile
+from rlguard.runtime.generation.kv_batch import KVBatch
+from rlguard.runtime.policies.profiles import TimeProfile, save_profile
 
 
 @dataclass(frozen=True)
@@ -152,8 +152,8 @@ def save_measured_profile(
     be measured from a model in memory)."""
     measured = ", ".join(f"{key}={value}" for key, value in asdict(settings).items())
     derivation = {
-        "measured": f"rlguard.runtime.profiling on {platform.machine()} ({model.device}, "
-        f"{torch.get_num_threads()} torch threads, {model.dtype}); {measured}",
+        "measured": f"rlguard.runtime.generation.profiling on {platform.machine()} "
+        f"({model.device}, {torch.get_num_threads()} torch threads, {model.dtype}); {measured}",
         "prefill_s_per_token": "median prefill of one prompt / its tokens",
         "decode_s_per_step": "intercept of a non-negative least-squares line through the median "
         "decode-step time per batch size",
