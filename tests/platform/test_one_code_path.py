@@ -8,9 +8,10 @@ import pytest
 
 from rlguard.cluster.engine import Engine
 from rlguard.cluster.registry import BASES, RULES, RuleParams, build_policy
+from rlguard.cluster.scenario import ScenarioConfig
 from rlguard.cluster.scheduler import Scheduler
 from rlguard.cluster.stopping.evalstop import EvalStop
-from rlguard.cluster.workload import ScenarioConfig, paper_workload
+from rlguard.cluster.workload import paper_workload
 from rlguard.platform.fairshare import admit
 from rlguard.platform.rules import StopRules
 
