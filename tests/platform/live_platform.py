@@ -21,7 +21,7 @@ from rlguard.platform.client import Client
 
 RLGUARD = [sys.executable, "-m", "rlguard.cli"]
 CURVE_JOB = Path(__file__).with_name("curve_job.py")
-TESTS_MOUNT = f"tests={Path(__file__).resolve().parent}:ro"  # the jobs' scripts, in their view
+TESTS_MOUNT = f"tests={Path(__file__).resolve().parents[1]}:ro"  # the jobs' scripts and helpers
 
 
 def free_port() -> int:
