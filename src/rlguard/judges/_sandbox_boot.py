@@ -10,6 +10,7 @@ so an early `sys.exit(0)` or `os._exit(0)` inside the program cannot pass as suc
 In probe mode it tries each step once and prints which ones the host allows.
 """
 
+import builtins
 import ctypes
 import json
 import os
@@ -38,6 +39,21 @@ BLOCKED_EVENTS = frozenset(
     }
 )
 BLOCKED_PREFIXES = ("socket.", "ctypes.")
+# Routes from the candidate's code to the frames and objects of the bootstrap and the tests (the
+# completion nonce, the tests' values and their checker): refused so a policy cannot read or
+# rewrite the tests. sys._getframe raises ValueError, as when the stack is too shallow, which the
+# stdlib's own callers (namedtuple, typing, enum, logging) already fall back on.
+INTROSPECTION = frozenset(
+    {
+        "sys._current_frames",
+        "sys.settrace",
+        "sys.setprofile",
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
+    }
+)
+FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -155,10 +171,19 @@ def bind_to_parent(parent_pid):
 
 
 def _audit(event, args):
-    if event in BLOCKED_EVENTS or event.startswith(BLOCKED_PREFIXES):
+    if event == "sys._getframe":
+        raise ValueError("sandbox: frames are not available")
+    if event == "object.__getattr__" and args[1] in FRAME_ATTRIBUTES:
+        raise PermissionError(f"sandbox: {args[1]} is not allowed")
+    if event in BLOCKED_EVENTS or event in INTROSPECTION or event.startswith(BLOCKED_PREFIXES):
         raise PermissionError(f"sandbox: {event} is not allowed")
-    if event == "open" and _foreign_proc(args[0]):
+    if event == "open" and (_foreign_proc(args[0]) or _memory(args[0])):
         raise PermissionError("sandbox: other processes' /proc entries are not allowed")
+
+
+def _memory(path):
+    """A process's memory file (/proc/self/mem, or "mem" relative to a /proc dir)."""
+    return isinstance(path, str | bytes) and os.path.basename(os.fsdecode(path)) == "mem"
 
 
 def _foreign_proc(path):
@@ -194,12 +219,17 @@ def confine(cfg):
     sys.addaudithook(_audit)
 
 
-def run(source, nonce, status_fd):
+def run(source, nonce, status_fd, tests=None):
     write = os.write
     write(status_fd, b"ready\n")
     sys.argv = ["program.py"]
     code = compile(source, "program.py", "exec")
-    exec(code, {"__name__": "__main__", "__builtins__": __builtins__})
+    if tests is None:
+        exec(code, {"__name__": "__main__", "__builtins__": __builtins__})
+    else:  # loaded before the program runs, with a copy of the real builtins as its own
+        harness = {"__name__": "rlguard_sandbox_tests", "__builtins__": dict(vars(builtins))}
+        exec(compile(tests.pop("harness"), "harness", "exec"), harness)
+        harness["run"](code, tests, status_fd)
     sys.stdout.flush()
     sys.stderr.flush()
     write(status_fd, nonce.encode() + b"\n")
@@ -236,7 +266,7 @@ def main():
         print(json.dumps(probe(cfg)))
         return
     confine(cfg)
-    run(cfg.pop("source"), cfg.pop("nonce"), cfg["status_fd"])
+    run(cfg.pop("source"), cfg.pop("nonce"), cfg["status_fd"], cfg.pop("tests", None))
 
 
 if __name__ == "__main__":

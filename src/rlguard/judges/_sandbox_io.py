@@ -18,7 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 CHUNK = 1 << 16
-STATUS_KEEP = 4096
 GRACE_S = 0.5
 TICK_S = 0.02  # exit polling, only where pidfd_open is unavailable
 
@@ -72,7 +71,8 @@ def pump(
     stop: Callable[[], None],
 ) -> Pumped:
     assert proc.stdin and proc.stdout and proc.stderr
-    out, err, status = Tail(keep), Tail(keep), Tail(STATUS_KEEP)
+    # The status pipe carries the tests' checks: all of it is kept, and it counts as output.
+    out, err, status = Tail(keep), Tail(keep), Tail(output_limit + 1)
     sinks = {proc.stdout.fileno(): out, proc.stderr.fileno(): err, status_fd: status}
     stdin_fd, pidfd = proc.stdin.fileno(), _pidfd(proc.pid)
     sel = selectors.DefaultSelector()
@@ -104,7 +104,7 @@ def pump(
                 elif (
                     _drain(sel, key.fd, sinks[key.fd])
                     and not cause
-                    and out.total + err.total > output_limit
+                    and out.total + err.total + status.total > output_limit
                 ):
                     cause = "output"
                     stop()

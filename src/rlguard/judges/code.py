@@ -3,12 +3,17 @@
 The code is the last complete fenced block tagged python/py/python3 or untagged: models often
 show a draft or an example first and the final solution last, and a block cut off by the length
 limit is not a solution. The program is metadata "setup" (optional, e.g. imports the tests need),
-the code, then metadata "unit_tests" (CGPO's `assert f(1) == 2` lines), each on its own lines.
+then the code; metadata "unit_tests" (CGPO's `assert f(1) == 2` lines, or any Python: test
+functions, stdin/stdout fed through io.StringIO) runs after it in a namespace of its own.
 
-It passes (1) only if the program runs to its end and exits 0 within the sandbox's limits; any
-failure is 0 with a reason. Missing or uncompilable unit tests, or a sandbox that cannot start,
-are judge failures (-1). Samples run concurrently, each in its own sandbox process; the judge's
-threads only wait on them. See `rlguard.judges.sandbox` for what the sandbox enforces.
+The judge, not the sandbox, decides whether an assertion held: each compared value crosses to the
+judge's process as plain data and is compared here (`rlguard.judges._code_checks`, the boundary),
+so a policy cannot pass with an object whose `__eq__` is always true or with patched builtins. It
+passes (1) only if every assertion ran and held here, and the program ran to its end and exited 0
+within the sandbox's limits; any failure is 0 with a reason. Missing, uncompilable or unsupported
+unit tests, or a sandbox that cannot start, are judge failures (-1). Samples run concurrently,
+each in its own sandbox process; the judge's threads only wait on them. See
+`rlguard.judges.sandbox` for what the sandbox enforces.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rlguard.judges import _code_checks as checks
 from rlguard.judges.base import (
     Judge,
     Metadata,
@@ -37,7 +43,7 @@ from rlguard.judges.sandbox import Limits, SandboxError, SandboxResult, run_prog
 
 FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)[^\n]*\n(.*?)^[ \t]*```[ \t]*$", re.M | re.S)
 PYTHON_TAGS = frozenset({"", "python", "py", "python3"})
-FRAME = re.compile(r'File "program\.py", line (\d+)')
+FRAME = re.compile(r'File "(program\.py|unit_tests)", line (\d+)')
 
 
 def extract_code(completion: str) -> str | None:
@@ -50,15 +56,22 @@ def extract_code(completion: str) -> str | None:
 class Program:
     """The program's source and where each part starts, to say which line failed."""
 
-    parts: tuple[tuple[str, str], ...]  # (name, text), in order
+    parts: tuple[tuple[str, str], ...]  # (name, text), in order: setup, code
+    tests: str
 
     @property
     def source(self) -> str:
         return "\n".join(text for _, text in self.parts) + "\n"
 
-    def locate(self, line: int) -> str:
-        """'unit_tests line 2: assert f(2) == 5' for a line of the whole program."""
-        for name, text in self.parts:
+    @property
+    def key(self) -> str:
+        """What decides the verdict: the program and its tests."""
+        return f"{self.source}\0{self.tests}"
+
+    def locate(self, file: str, line: int) -> str:
+        """'code line 2: return a / 0' for a line of the program (or of the unit tests)."""
+        parts = (("unit_tests", self.tests),) if file == "unit_tests" else self.parts
+        for name, text in parts:
             lines = text.split("\n")
             if line <= len(lines):
                 return f"{name} line {line}: {lines[line - 1].strip()[:120]}"
@@ -77,8 +90,9 @@ class Program:
         frames = FRAME.findall(result.stderr_tail)
         if not lines or not frames:
             return result.reason
-        error = lines[-1].strip()[:200]
-        where = self.locate(int(frames[-1]))
+        error = lines[-1].strip()[:200].removeprefix("rlguard_sandbox_tests.")
+        file, line = frames[-1]
+        where = self.locate(file, int(line))
         prefix = "memory limit: " if error.startswith("MemoryError") else ""
         return f"{prefix}{error} at {where}"
 
@@ -108,27 +122,40 @@ class CodeJudge(Judge):
 
     def check(self, prompt: str, completion: str, metadata: Metadata) -> Verdict:
         tests = str(require(metadata, "unit_tests"))
-        try:
-            compile(tests, "unit_tests", "exec")  # the dataset's, not the policy's text
+        setup = str(metadata.get("setup") or "")
+        try:  # the dataset's text, not the policy's
+            test_plan = checks.plan(tests, setup)
+        except checks.UnsupportedTest as exc:
+            return failed(f"unit_tests are not supported: {exc}")
         except (SyntaxError, ValueError) as exc:
             return failed(f"unit_tests do not compile: {exc}")
         code = extract_code(completion)
         if code is None:
             return violated("no code block")
-        setup = str(metadata.get("setup") or "")
         parts = (("setup", setup),) if setup else ()
-        program = Program((*parts, ("code", code.rstrip("\n")), ("unit_tests", tests)))
+        program = Program((*parts, ("code", code.rstrip("\n"))), tests)
         with self._lock:
-            if (known := self._verdicts.get(program.source)) is not None:
-                self._verdicts.move_to_end(program.source)
+            if (known := self._verdicts.get(program.key)) is not None:
+                self._verdicts.move_to_end(program.key)
                 return known
         try:
-            result = run_program(program.source, self.limits)
+            result = run_program(program.source, self.limits, test_plan.payload())
         except SandboxError as exc:
             return failed(f"sandbox: {exc}")
-        verdict = satisfied("unit tests passed") if result.ok else violated(program.explain(result))
+        verdict = _verdict(program, test_plan, result)
         with self._lock:
-            self._verdicts[program.source] = verdict
+            self._verdicts[program.key] = verdict
             while len(self._verdicts) > self.cache_size:
                 self._verdicts.popitem(last=False)
         return verdict
+
+
+def _verdict(program: Program, test_plan: checks.TestPlan, result: SandboxResult) -> Verdict:
+    """A failed assertion first (the tests go on after one), then the program's own end, then
+    assertions that never ran; the child's exit status and output alone never pass."""
+    reason = checks.first_failure(test_plan, result.records)
+    if reason is None and not result.ok:
+        reason = program.explain(result)
+    if reason is None:
+        reason = checks.never_ran(test_plan, result.records)
+    return violated(reason) if reason else satisfied("unit tests passed")

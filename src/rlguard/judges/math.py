@@ -16,6 +16,14 @@ from rlguard.judges.base import Judge, Metadata, Verdict, failed, require, satis
 FINAL_ANSWER = re.compile(r"the final answer is[:\s]*(.+)", re.IGNORECASE)
 _DELIMITED = re.compile(r"\$|\\\(|\\\[|\\boxed")
 _DIGIT_GROUPS = re.compile(r"(?<![\w.,])\d{1,3}(?: \d{3})+(?![\w.,])")
+# Words that turn an answer into a guess ("any integer, e.g. 4", "some value like $4$"):
+# math-verify reads the last number and would accept it, so prose around the answer may not hedge.
+HEDGE = re.compile(
+    r"(?<!\w)(e\.g\.|for example|for instance|such as|like|maybe|perhaps|probably|possibly|"
+    r"either|depends|depending|any|some|guess|not sure|unsure|might|could)(?!\w)",
+    re.IGNORECASE,
+)
+_MATH = re.compile(r"\$[^$]*\$|\\\(.*?\\\)|\\\[.*?\\\]|\\boxed\{[^{}]*\}")
 
 
 def final_answer(completion: str) -> str | None:
@@ -26,6 +34,13 @@ def final_answer(completion: str) -> str | None:
         return None
     answer = matches[-1].strip()
     return answer[:-1].rstrip() if answer.endswith(".") else answer
+
+
+def hedge(answer: str) -> str | None:
+    """The first hedging word in the answer's prose (outside its $...$, \\(...\\), \\[...\\]
+    and \\boxed{})."""
+    found = HEDGE.search(_MATH.sub(" ", answer))
+    return found[0] if found else None
 
 
 def parse_math(text: str) -> list:
@@ -69,6 +84,8 @@ class MathJudge(Judge):
             return violated('no "The final answer is ..." statement')
         if not answer:
             return violated("empty final answer")
+        if (word := hedge(answer)) is not None:
+            return violated(f"hedged final answer {answer!r} ({word!r})")
         predicted = parse_math(answer)
         if not predicted:
             return violated(f"cannot parse final answer {answer!r}")

@@ -53,6 +53,7 @@ pid namespace and no cgroup.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import resource
@@ -80,7 +81,9 @@ __all__ = [
     "run_program",
 ]
 
-_BOOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_sandbox_boot.py")
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_BOOT = os.path.join(_HERE, "_sandbox_boot.py")
+_TESTS = os.path.join(_HERE, "_sandbox_tests.py")  # sent as text: the sandbox uid may not read it
 _SIGNALS = {signal.SIGXCPU: "cpu time limit", signal.SIGXFSZ: "file size limit"}
 MIB = 1 << 20
 
@@ -113,6 +116,7 @@ class SandboxResult:
     reason: str  # empty when the program ran to its end and exited 0
     wall_s: float
     completed: bool = False  # the program's last line ran (not an early exit)
+    records: tuple[str, ...] = ()  # the tests' check records, in the order they were sent
 
     @property
     def ok(self) -> bool:
@@ -240,8 +244,14 @@ def _rlimits(limits: Limits, same_uid: bool) -> dict[str, tuple[int, int]]:
     return clamped
 
 
-def run_program(source: str, limits: Limits | None = None) -> SandboxResult:
-    """Run source in a fresh sandbox. Raises SandboxError if the sandbox itself cannot run."""
+def run_program(
+    source: str, limits: Limits | None = None, tests: dict[str, object] | None = None
+) -> SandboxResult:
+    """Run source in a fresh sandbox. Raises SandboxError if the sandbox itself cannot run.
+
+    With `tests` (`rlguard.judges._code_checks.TestPlan.payload()`), the tests run after the
+    source in a namespace of their own and send their checks back as `records`.
+    """
     limits = limits or Limits()
     caps = capabilities()
     if caps.problem:
@@ -249,14 +259,19 @@ def run_program(source: str, limits: Limits | None = None) -> SandboxResult:
     claim = host.claim_uid() if caps.dedicated_uids else nullcontext(None)
     with claim as uid, host.workdir(uid) as workdir:
         try:
-            return _run(source, limits, caps, uid, workdir)
+            return _run(source, tests, limits, caps, uid, workdir)
         finally:
             if uid is not None and not caps.namespaces:
                 host.sweep_files(uid, host.temp_dirs())
 
 
 def _run(
-    source: str, limits: Limits, caps: SandboxCapabilities, uid: int | None, workdir: str
+    source: str,
+    tests: dict[str, object] | None,
+    limits: Limits,
+    caps: SandboxCapabilities,
+    uid: int | None,
+    workdir: str,
 ) -> SandboxResult:
     nonce = secrets.token_hex(16)
     status_r, status_w = os.pipe()
@@ -266,6 +281,7 @@ def _run(
         status_fd=status_w,
         nonce=nonce,
         source=source,
+        tests=tests and {**tests, "harness": _harness()},
         namespaces=caps.namespaces,
         readonly_root=caps.readonly_root,
         import_through_fds=caps.import_through_fds,
@@ -314,6 +330,12 @@ def _run(
     return _result(proc.returncode, pumped, limits, nonce, time.monotonic() - start)
 
 
+@functools.cache
+def _harness() -> str:
+    with open(_TESTS, encoding="utf-8") as f:
+        return f.read()
+
+
 def _reap(proc: subprocess.Popen[bytes]) -> None:
     assert proc.stdout and proc.stderr
     proc.stdout.close()
@@ -328,7 +350,9 @@ def _result(code: int, pumped: Pumped, limits: Limits, nonce: str, wall_s: float
     if not pumped.status.startswith(b"ready\n"):
         last = pumped.stderr.text().strip().splitlines()[-1:] or [f"exit code {code}"]
         raise SandboxError(f"sandbox setup failed ({pumped.cause}): {last[0]}")
-    completed = pumped.status == f"ready\n{nonce}\n".encode()
+    lines = pumped.status.decode("utf-8", errors="replace").split("\n")
+    completed = lines[-2:] == [nonce, ""]
+    records = tuple(line for line in lines[1:] if line.startswith("check "))
     if pumped.cause == "timeout":
         reason = f"timeout after {limits.wall_s:g} s"
     elif pumped.cause == "output":
@@ -347,6 +371,7 @@ def _result(code: int, pumped: Pumped, limits: Limits, nonce: str, wall_s: float
         reason,
         wall_s,
         completed,
+        records,
     )
 
 

@@ -15,9 +15,9 @@ def counting(monkeypatch):
     calls = []
     real = code_module.run_program
 
-    def run(source, limits):
+    def run(source, limits, tests=None):
         calls.append(source)
-        return real(source, limits)
+        return real(source, limits, tests)
 
     monkeypatch.setattr(code_module, "run_program", run)
     return calls

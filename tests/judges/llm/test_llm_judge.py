@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -70,7 +72,7 @@ def test_prompt_completion_and_answer_are_rendered_in_order():
     texts, positive, negative = backend.calls[0]
     assert (positive, negative) == (" Yes", " No")
     assert "Capital of France? {x}" in texts[0] and "Paris" in texts[0]
-    assert "[Reference answer]\n4\n" in texts[1]
+    assert re.search(r"\[Reference answer\]\n<data-(\w+)>\n4\n</data-\1>\n", texts[1])
 
 
 def test_missing_ground_truth_fails_only_that_sample():

@@ -84,7 +84,7 @@ def test_verdicts_and_request_fields(server):
     assert body["model"] == "judge-model"
     fields = {k: body[k] for k in ("max_tokens", "logprobs", "temperature", "echo")}
     assert fields == {"max_tokens": 1, "logprobs": 20, "temperature": 0, "echo": False}
-    sent = [p.split("[Response]\n")[1].split("\n")[0] for p in body["prompt"]]
+    sent = [p.split("[Response]\n")[1].split("\n")[1] for p in body["prompt"]]
     assert sent == ["GOOD", "BAD", "GOOD again"]
     assert body["prompt"][0].endswith("Answer:")
     assert "Authorization" not in headers

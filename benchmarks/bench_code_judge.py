@@ -1,0 +1,91 @@
+"""The code judge's speed, two source trees side by side: the lab's code task (correct and flawed
+responses, three asserts each), judged by a fresh CodeJudge (no verdict cache hits) per round.
+Rounds alternate between the trees in one run, each in a child process importing that tree, so
+both see the same machine load. Writes benchmarks/results/code_judge.json.
+
+    python benchmarks/bench_code_judge.py --old /path/to/main/src --new src [--samples 48]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def worker(samples: int) -> None:
+    """Time one round in this process (the tree on sys.path); print wall seconds and verdicts."""
+    import random
+    import time
+
+    from rlguard.judges.code import CodeJudge
+    from rlguard.lab.tasks.functions import Functions
+
+    rng, task = random.Random(0), Functions()
+    rows = [task.prompt(rng) for _ in range(samples)]
+    texts = [task.respond(r, rng, correct=i % 2 == 0, elaboration=1) for i, r in enumerate(rows)]
+    judge = CodeJudge(max_workers=2)
+    start = time.perf_counter()
+    verdicts = judge.judge([r.prompt for r in rows], texts, [r.metadata for r in rows])
+    print(json.dumps({"wall_s": time.perf_counter() - start, "verdicts": verdicts}))
+
+
+def round_(src: str, samples: int) -> dict:
+    env = {**os.environ, "PYTHONPATH": os.path.abspath(src)}
+    done = subprocess.run(
+        [sys.executable, __file__, "--worker", "--samples", str(samples)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(done.stdout)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--old", help="the baseline's src dir (required)")
+    parser.add_argument("--new", default="src")
+    parser.add_argument("--samples", type=int, default=48)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--worker", action="store_true")
+    args = parser.parse_args()
+    if args.worker:
+        return worker(args.samples)
+    if not args.old:
+        parser.error("--old is required")
+    times: dict[str, list[float]] = {"old": [], "new": []}
+    verdicts = {}
+    for _ in range(args.rounds):
+        for name in ("old", "new"):
+            got = round_(getattr(args, name), args.samples)
+            times[name].append(round(got["wall_s"], 3))
+            verdicts[name] = got["verdicts"]
+    if verdicts["old"] != verdicts["new"]:
+        raise SystemExit("error: the two trees disagree on honest samples")
+    median = {name: statistics.median(t) for name, t in times.items()}
+    result = {
+        "command": "python benchmarks/bench_code_judge.py --old <main>/src --new src",
+        "samples": args.samples,
+        "rounds": args.rounds,
+        "wall_s": times,
+        "median_s": median,
+        "new_over_old": round(median["new"] / median["old"], 3),
+        "pass_rate": sum(v == 1 for v in verdicts["new"]) / args.samples,
+        "cpus": os.cpu_count(),
+        "machine": platform.processor() or platform.machine(),
+    }
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "code_judge.json").write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,269 @@
+"""The unit tests' assertions, judged in the judge's own process on plain data.
+
+`plan(tests, setup)` rewrites every `assert` into `__rlguard_check__(id, plan, thunks)`, which
+the sandbox (`_sandbox_tests.py`) runs: it evaluates the operands there, checks each is plain
+data (exact built-in types) and sends it as JSON. `first_failure(plan, records)` decodes what
+came back and evaluates each assertion here, so no object, metaclass or patched builtin of the
+candidate's takes part in a comparison. Literal operands (`assert f(2) == 4`: the 4) stay here
+and never reach the sandbox, unless the assertion short-circuits (`and`, `or`, `a < b < c`) and
+the sandbox needs them to know which operands to evaluate.
+
+What an assertion may say: `==`, `!=`, `<`, `<=`, `>`, `>=`, `in`, `not in`, `not`, `and`, `or`
+and the truth of any expression, each evaluated here; `is` / `is not` comparisons are evaluated in
+the sandbox as a whole (identity runs no method of the candidate's) and only their bool is sent.
+A chain mixing `is` with other comparisons is refused (a judge failure). Every assertion must have
+run at least once: one that never ran means the tests were cut short.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import marshal
+import operator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+CHECK = "__rlguard_check__"
+OPS: dict[type[ast.cmpop], tuple[str, Callable[[Any, Any], Any]]] = {
+    ast.Eq: ("==", operator.eq),
+    ast.NotEq: ("!=", operator.ne),
+    ast.Lt: ("<", operator.lt),
+    ast.LtE: ("<=", operator.le),
+    ast.Gt: (">", operator.gt),
+    ast.GtE: (">=", operator.ge),
+    ast.In: ("in", lambda a, b: a in b),
+    ast.NotIn: ("not in", lambda a, b: a not in b),
+}
+_BY_NAME = {name: fn for name, fn in OPS.values()}
+_TAGS: dict[str, Callable[[Any], Any]] = {
+    "tuple": lambda body: tuple(_decode(x) for x in body),
+    "set": lambda body: {_decode(x) for x in body},
+    "frozenset": lambda body: frozenset(_decode(x) for x in body),
+    "dict": lambda body: {_decode(k): _decode(v) for k, v in body},
+    "bytes": bytes.fromhex,
+    "bytearray": bytearray.fromhex,
+    "complex": lambda body: complex(*body),
+    "int": lambda body: int(body, 16),
+}
+
+
+class UnsupportedTest(ValueError):
+    """The unit tests use an assertion the judge cannot evaluate outside the sandbox."""
+
+
+class BadRecord(ValueError):
+    """What the sandbox sent does not match the assertion (a forged or cut-short record)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    line: int
+    text: str  # the assert's first source line, for reasons
+    tree: tuple[Any, ...]  # how to evaluate it here: leaf, const, not, and, or, compare
+
+
+@dataclass(frozen=True, slots=True)
+class TestPlan:
+    code: str  # the rewritten tests, a marshalled code object in hex (same interpreter both sides)
+    checks: tuple[Check, ...]
+    imports: tuple[str, ...]  # modules the setup and tests import, snapshotted before the code runs
+    setup: str
+
+    def payload(self) -> dict[str, object]:
+        return {"code": self.code, "imports": list(self.imports), "setup": self.setup}
+
+
+def plan(tests: str, setup: str = "") -> TestPlan:
+    """Raises SyntaxError (or ValueError) for tests that do not compile, UnsupportedTest for an
+    assertion the judge cannot evaluate."""
+    tree = ast.parse(tests, "unit_tests")
+    lines = tests.split("\n")
+    rewriter = _Rewriter(lines)
+    tree = ast.fix_missing_locations(rewriter.visit(tree))
+    code = marshal.dumps(compile(tree, "unit_tests", "exec")).hex()
+    imports = sorted(_imports(tree) | _imports(ast.parse(setup, "setup")))
+    return TestPlan(code, tuple(rewriter.checks), tuple(imports), setup)
+
+
+def _imports(tree: ast.AST) -> set[str]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module)
+    return found
+
+
+class _Rewriter(ast.NodeTransformer):
+    def __init__(self, lines: Sequence[str]) -> None:
+        self.lines = lines
+        self.checks: list[Check] = []
+
+    def visit_Assert(self, node: ast.Assert) -> ast.stmt:
+        flat = _Builder(keep_consts=False)
+        tree, child = flat.build(node.test)
+        if flat.needs_tree:  # the sandbox must short-circuit: it gets the literals too
+            built = _Builder(keep_consts=True)
+            tree, child = built.build(node.test)
+            thunks = built.thunks
+        else:
+            child, thunks = ("flat", tuple(range(len(flat.thunks)))), flat.thunks
+        text = self.lines[node.lineno - 1].strip()[:120]
+        self.checks.append(Check(node.lineno, text, tree))
+        call = ast.Call(
+            ast.Name(CHECK, ast.Load()),
+            [
+                ast.Constant(len(self.checks) - 1),
+                ast.Constant(child),
+                ast.Tuple([_thunk(e) for e in thunks], ast.Load()),
+            ],
+            [],
+        )
+        return ast.copy_location(ast.Expr(call), node)
+
+
+def _thunk(expr: ast.expr) -> ast.Lambda:
+    none = ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[])
+    return ast.Lambda(none, expr)
+
+
+class _Builder:
+    """One assertion's tree for the judge and its plan for the sandbox, built side by side."""
+
+    def __init__(self, keep_consts: bool) -> None:
+        self.keep_consts = keep_consts
+        self.thunks: list[ast.expr] = []
+        self.needs_tree = False
+
+    def build(self, expr: ast.expr) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        if isinstance(expr, ast.BoolOp):
+            self.needs_tree = True
+            kind = "and" if isinstance(expr.op, ast.And) else "or"
+            pairs = [self.build(value) for value in expr.values]
+            return (kind, tuple(p for p, _ in pairs)), (kind, tuple(c for _, c in pairs))
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+            tree, child = self.build(expr.operand)
+            return ("not", tree), ("not", child)
+        if isinstance(expr, ast.Compare):
+            return self._compare(expr)
+        return self._operand(expr)
+
+    def _compare(self, expr: ast.Compare) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        identity = [isinstance(op, ast.Is | ast.IsNot) for op in expr.ops]
+        if all(identity):
+            return self._leaf(expr)
+        if any(identity):
+            raise UnsupportedTest(f"line {expr.lineno}: a chain mixing 'is' with other comparisons")
+        self.needs_tree |= len(expr.ops) > 1
+        pairs = [self._operand(e) for e in (expr.left, *expr.comparators)]
+        names = tuple(OPS[type(op)][0] for op in expr.ops)
+        trees, children = tuple(p for p, _ in pairs), tuple(c for _, c in pairs)
+        return ("compare", trees, names), ("compare", children, names)
+
+    def _operand(self, expr: ast.expr) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        try:
+            value = ast.literal_eval(expr)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return self._leaf(expr)
+        if not self.keep_consts:
+            return ("const", value), ("const", None)
+        self.thunks.append(expr)
+        return ("const", value), ("const", len(self.thunks) - 1)
+
+    def _leaf(self, expr: ast.expr) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        self.thunks.append(expr)
+        return ("leaf",), ("leaf", len(self.thunks) - 1)
+
+
+def first_failure(test_plan: TestPlan, records: Sequence[str]) -> str | None:
+    """Why an assertion failed, judged here from the sandbox's records (in the order they ran);
+    None if every assertion that ran held."""
+    for record in records:
+        try:
+            check_id, values = _parse(record, len(test_plan.checks))
+        except BadRecord as exc:
+            return f"bad check record: {exc}"
+        check = test_plan.checks[check_id]
+        where = f"at unit_tests line {check.line}: {check.text}"
+        try:
+            held = _holds(check.tree, values)
+        except BadRecord as exc:
+            return f"bad check record {where}: {exc}"
+        except Exception as exc:  # comparing plain data can still raise (1 < "a")
+            return f"{type(exc).__name__}: {exc} {where}"
+        if not held:
+            return f"AssertionError {where}"
+    return None
+
+
+def never_ran(test_plan: TestPlan, records: Sequence[str]) -> str | None:
+    """The first assertion with no record: the tests were cut short (or a record was lost)."""
+    ran = {record.split(" ", 2)[1] for record in records}
+    for check_id, check in enumerate(test_plan.checks):
+        if str(check_id) not in ran:
+            return f"the tests were cut short: unit_tests line {check.line} never ran: {check.text}"
+    return None
+
+
+def _parse(record: str, count: int) -> tuple[int, list[Any]]:
+    head, _, body = record.partition(" ")
+    number, _, values = body.partition(" ")
+    try:
+        if head != "check" or not number.isdigit() or int(number) >= count:
+            raise BadRecord(f"{record[:80]!r}")
+        decoded = json.loads(values)
+        if type(decoded) is not list:
+            raise BadRecord("operands are not a list")
+        return int(number), [_decode(v) for v in decoded]
+    except (ValueError, TypeError, KeyError, RecursionError) as exc:
+        raise BadRecord(str(exc)[:200]) from None
+
+
+def _decode(value: Any) -> Any:
+    """JSON back to the plain value the sandbox dumped; unhashable set members raise TypeError."""
+    if type(value) is list:
+        return [_decode(x) for x in value]
+    if type(value) is dict:
+        [(tag, body)] = value.items()
+        return _TAGS[tag](body)
+    return value
+
+
+def _holds(tree: tuple[Any, ...], values: list[Any]) -> bool:
+    stream = iter(values)
+    held = bool(_value(tree, stream))
+    if next(stream, _END) is not _END:
+        raise BadRecord("more operands than the assertion evaluated")
+    return held
+
+
+_END = object()
+
+
+def _value(node: tuple[Any, ...], stream: Iterator[Any]) -> Any:
+    kind = node[0]
+    if kind == "leaf":
+        value = next(stream, _END)
+        if value is _END:
+            raise BadRecord("fewer operands than the assertion needs")
+        return value
+    if kind == "const":
+        return node[1]
+    if kind == "not":
+        return not _value(node[1], stream)
+    if kind in ("and", "or"):
+        for operand in node[1]:
+            value = _value(operand, stream)
+            if bool(value) == (kind == "or"):
+                return value
+        return value
+    left = _value(node[1][0], stream)
+    for name, operand in zip(node[2], node[1][1:], strict=True):
+        right = _value(operand, stream)
+        if not _BY_NAME[name](left, right):
+            return False
+        left = right
+    return True
