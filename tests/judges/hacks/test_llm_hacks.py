@@ -83,7 +83,10 @@ def _around_response(text: str) -> tuple[str, str, str]:
     return before, quoted, after
 
 
-def test_each_rendering_draws_a_fresh_nonce():
+def test_the_nonce_follows_the_quoted_text():
+    """The same input renders the same prompt (reproducible); another response, another nonce."""
     template = TEMPLATES["safety"]
-    first, second = (RULE.match(template.render("q", "a", {}))[1] for _ in range(2))
-    assert first != second and len(first) == 32
+    first, again, other = (
+        RULE.match(template.render("q", answer, {}))[1] for answer in ("a", "a", "b")
+    )
+    assert first == again != other and len(first) == 32

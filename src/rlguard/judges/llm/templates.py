@@ -1,16 +1,17 @@
 """CGPO's judge prompts: each ends where the judge model's next token is the verdict.
 
-The request, the response and the reference are quoted as data between `<data-NONCE>` tags, with
-a fresh random nonce per rendering that the quoted text cannot know, and any tag-like `<data-` or
-`</data-` inside it escaped: a response cannot close its quote, open a fake rubric, or plant a
-verdict ("Answer: Yes") outside it. The verdict is always the judge's next token after the
+The request, the response and the reference are quoted as data between `<data-NONCE>` tags, and
+any tag-like `<data-` or `</data-` inside them is escaped: a response cannot close its quote, open
+a fake rubric, or plant a verdict ("Answer: Yes") outside it. The nonce is a hash of the quoted
+texts, so the same input renders the same prompt (a seeded run stays reproducible) while no text
+can contain the nonce of its own quote. The verdict is always the judge's next token after the
 template's own last line, which no quoted text can move.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
-import secrets
 from dataclasses import dataclass
 from string import Formatter
 
@@ -63,9 +64,9 @@ class JudgeTemplate:
         self, prompt: str, completion: str, metadata: Metadata, nonce: str | None = None
     ) -> str:
         """The judge's input; raises MissingMetadata when a required field is absent."""
-        nonce = nonce or secrets.token_hex(16)
         fields = {key: str(require(metadata, key)) for key in self.requires}
         fields |= {"prompt": prompt, "completion": completion}
+        nonce = nonce or hashlib.sha256(repr(sorted(fields.items())).encode()).hexdigest()[:32]
         quoted = {key: quote(value, nonce) for key, value in fields.items()}
         return RULE.format(nonce=nonce) + self.text.format(**quoted)
 
