@@ -30,6 +30,9 @@ def test_demo_stops_the_hacking_job_online(tmp_path):
     assert ppo["state"] == "early_stopped" and ppo["stop_reason"].startswith("evalstop")
     assert ppo["gold_best"] > ppo["gold_at_stop"] and ppo["gpu_hours_freed"] > 0
     assert crpg["state"] == "succeeded" and crpg["stop_reason"] is None
+    assert crpg["hacking"] is False and crpg["note"] is None
+    for job in result["jobs"]:  # a hacking job that ran to its end says why
+        assert bool(job["note"]) == (job["hacking"] is True and job["state"] != "early_stopped")
 
     engine = create_engine(f"sqlite:///{tmp_path / 'platform' / 'platform.db'}")
     with engine.connect() as c:

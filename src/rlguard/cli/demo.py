@@ -6,7 +6,8 @@ and submits the lab's jobs through the HTTP API: tenant `red` (quota 1 GPU) runs
 GRPO against the gameable proxy reward, tenant `blue` runs CGPO (CRPG) with its judges. EvalStop
 watches every eval online; when it stops a hacking job, its GPU goes to the next job at once. The
 table shows each job's end, the step of its delivered checkpoint (best by gold eval), gold there
-and at the stop, and the GPU-hours the stop freed.
+and at the stop, the GPU-hours the stop freed, whether the job's own evals show it hacking, and,
+for a hacking job that ran to its end, why the rule missed it and which rule would not have.
 """
 
 from __future__ import annotations
@@ -39,7 +40,10 @@ COLUMNS = (
     "gold_best",
     "gold_at_stop",
     "gpu_hours_freed",
+    "hacking",
+    "note",
 )
+RULE_K = 2  # the server's EvalStop k: the lab's (docs/lab.md explains why k = 3 misses there)
 
 
 def _readable(root: Path) -> None:
@@ -55,7 +59,7 @@ def _start_server(data: Path, port: int, world: Path, sandbox: list[str]) -> sub
     """`rlguard serve`, its jobs sandboxed with the world mounted read-only in their view."""
     data.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "rlguard.cli", "serve", "--data-dir", str(data)]
-    command += ["--port", str(port), "--gpus", "2", "--k", "2", "--grace-s", "30"]
+    command += ["--port", str(port), "--gpus", "2", "--k", str(RULE_K), "--grace-s", "30"]
     command += ["--mount", f"world={world.resolve()}:ro", *sandbox]
     with (data / "server.log").open("ab") as log:
         server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
@@ -72,8 +76,12 @@ def _start_server(data: Path, port: int, world: Path, sandbox: list[str]) -> sub
 
 
 def _row(client: Any, job: dict[str, Any], tenant: str, method: str) -> dict[str, Any]:
+    from rlguard.cli.demo_verdict import verdict
+    from rlguard.cluster.registry import RuleParams
+
     evals = [e["data"] for e in client.all_events(job["id"]) if e["type"] == "eval"]
     best = job["best_checkpoint"]
+    stopped = job["status"] == "early_stopped"
     return {
         "id": job["id"],
         "tenant": tenant,
@@ -84,6 +92,7 @@ def _row(client: Any, job: dict[str, Any], tenant: str, method: str) -> dict[str
         "gold_best": None if best is None else round(best["metrics"]["eval"], 4),
         "gold_at_stop": round(evals[-1]["score"], 4) if evals else None,
         "gpu_hours_freed": job["gpu_hours_freed"],
+        **verdict(evals, stopped, RuleParams(k=RULE_K)),
     }
 
 
@@ -176,12 +185,16 @@ def demo(
 
 
 def _print(rows: list[dict[str, Any]], url: str) -> None:
-    table = Table(title="rlguard demo: the live platform, EvalStop online (k = 2)")
-    for column in COLUMNS:
+    table = Table(title=f"rlguard demo: the live platform, EvalStop online (k = {RULE_K})")
+    shown = [c for c in COLUMNS if c != "note"]  # notes are sentences: printed under the table
+    for column in shown:
         table.add_column(
             column, justify="right" if column.startswith(("gold", "best", "gpu")) else "left"
         )
     for row in rows:
-        table.add_row(*("" if row[c] is None else str(row[c]) for c in COLUMNS))
+        table.add_row(*("" if row[c] is None else str(row[c]) for c in shown))
     Console(width=max(Console().width, 160)).print(table)
+    for row in rows:
+        if row["note"]:
+            print(f"{row['method']} ({row['id']}): {row['note']}")
     print(f"dashboard: {url}/   API: {url}/v1 (OpenAPI schema at {url}/openapi.json)")
