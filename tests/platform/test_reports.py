@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 
 from rlguard.cluster.registry import RuleParams, build_policy
 from rlguard.platform import reports as reports_module
-from rlguard.platform.db import Decision, Event, Tenant
+from rlguard.platform.db import DecisionRecord, Event, Tenant
 from rlguard.platform.jobview import Defaults, JobViews
 from rlguard.platform.reports import Reports
 from rlguard.platform.rules import StopRules
@@ -85,7 +85,7 @@ def test_a_resent_eval_is_stored_once_and_answered_as_before(platform):
         assert answer["decision"] == first["decision"]
     with platform.store.transaction() as s:
         evals = s.scalar(select(func.count()).where(Event.job_id == job_id, Event.type == "eval"))
-        decisions = s.scalar(select(func.count()).select_from(Decision))
+        decisions = s.scalar(select(func.count()).select_from(DecisionRecord))
     assert (evals, decisions) == (1, 1)
 
 
@@ -111,7 +111,9 @@ def test_evidence_is_the_range_of_evals_a_decision_rests_on(platform, rule, eval
     job_id, token = _running_job(platform, rule=rule)
     answers = _report(reports, job_id, token, *[(s, s / 10) for s in range(1, 7)])  # no stop
     with platform.store.transaction() as s:
-        last = s.scalar(select(Decision).where(Decision.event_seq == answers[-1]["event_seq"]))
+        last = s.scalar(
+            select(DecisionRecord).where(DecisionRecord.event_seq == answers[-1]["event_seq"])
+        )
         seqs = s.scalars(
             select(Event.seq)
             .where(Event.job_id == job_id, Event.type == "eval")

@@ -16,10 +16,9 @@ from typing import Any
 from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
 
-from rlguard.cluster.events import Decision as RuleDecision
-from rlguard.cluster.events import EvalEvent
+from rlguard.cluster.events import Decision, EvalEvent
 from rlguard.platform import states
-from rlguard.platform.db import Checkpoint, Decision, Event, Job
+from rlguard.platform.db import Checkpoint, DecisionRecord, Event, Job
 from rlguard.platform.keys import new_id, same_digest
 from rlguard.platform.rules import evidence
 from rlguard.platform.schemas import CheckpointReport, EvalReport
@@ -48,7 +47,9 @@ def replay_reports(platform: Platform, s: Session, job: Job) -> list[Event]:
     if job.intent != states.EARLY_STOP:
         active.kill_at = None
     platform.rules.job_ended(job.id)
-    decided = set(s.scalars(select(Decision.event_seq).where(Decision.job_id == job.id)))
+    decided = set(
+        s.scalars(select(DecisionRecord.event_seq).where(DecisionRecord.job_id == job.id))
+    )
     evals = s.scalars(
         select(Event).where(Event.job_id == job.id, Event.type == "eval").order_by(Event.seq)
     ).all()
@@ -81,7 +82,7 @@ class _Batch:
         if self.events:
             self.session.execute(insert(Event), self.events)
         if self.decisions:
-            self.session.execute(insert(Decision), self.decisions)
+            self.session.execute(insert(DecisionRecord), self.decisions)
 
 
 class Reports:
@@ -166,7 +167,9 @@ class Reports:
             select(Event.seq).where(Event.job_id == job_id, Event.dedup == f"eval:{step}")
         )
         decision = s.scalar(
-            select(Decision).where(Decision.job_id == job_id, Decision.event_seq == seq)
+            select(DecisionRecord).where(
+                DecisionRecord.job_id == job_id, DecisionRecord.event_seq == seq
+            )
         )
         return seq, None if decision is None else Reports._summary(vars(decision))
 
@@ -176,7 +179,7 @@ class Reports:
         return {k: v for k, v in metrics.items() if v is not None}
 
     def _decide(
-        self, batch: _Batch, job: Job, active: Active, seq: int, verdict: RuleDecision
+        self, batch: _Batch, job: Job, active: Active, seq: int, verdict: Decision
     ) -> dict[str, Any]:
         decision = {
             "id": new_id("dec"),
