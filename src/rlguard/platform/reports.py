@@ -42,10 +42,7 @@ def replay_reports(platform: Platform, s: Session, job: Job) -> list[Event]:
     """Rebuild what the platform holds in memory of a job's reports from the store: its state and
     intent, its stop rule's state (from the evals a rule decided on, in order), its evals' seqs
     and steps, its best checkpoint's score. The job's evals, for the caller's other bookkeeping."""
-    active = platform.active[job.id]
-    active.status, active.intent = job.status, job.intent  # a failed batch may have stopped it
-    if job.intent != states.EARLY_STOP:
-        active.kill_at = None
+    active = platform.resync(job)  # a failed batch may have stopped it
     platform.rules.job_ended(job.id)
     decided = set(
         s.scalars(select(DecisionRecord.event_seq).where(DecisionRecord.job_id == job.id))
@@ -124,8 +121,7 @@ class Reports:
                 raise
             now = time.time()
             for job_id, report in observed:
-                executed = self.platform.table.executed_s(job_id, now)
-                self.platform.table.observe(job_id, report.progress, report.loss, executed)
+                self.platform.record_eval(job_id, report.progress, report.loss, now)
         return answers
 
     def _ingest(
@@ -137,7 +133,7 @@ class Reports:
         observed: list[tuple[str, EvalReport]],
     ) -> dict[str, Any]:
         job = self._reporting_job(batch.jobs.get(job_id), job_id, token)
-        active = self.platform.active[job_id]
+        active = self.platform.active_job(job_id)
         if report.step in active.eval_steps:  # a re-sent report (a retry, or a resumed run)
             return self._answer(job, *self._stored(batch, job.id, report.step), duplicate=True)
         event = self.platform.next_event(
@@ -199,10 +195,7 @@ class Reports:
             data = {"decision": decision["id"], **{k: decision[k] for k in keys}}
             batch.events.append(self.platform.next_event(job, "decision", data, "warning"))
         if verdict.stop and not active.rule.shadow:
-            job.intent = active.intent = states.EARLY_STOP
-            job.stop_reason = f"{active.rule.rule}: {verdict.reason}"
-            self.platform.set_status(batch.session, job, states.STOPPING, job.stop_reason)
-            active.kill_at = time.time() + self.platform.grace_s
+            self.platform.stop_early(batch.session, job, f"{active.rule.rule}: {verdict.reason}")
         return self._summary(decision)
 
     @staticmethod
@@ -246,7 +239,7 @@ class Reports:
         """Record a checkpoint once per step; the best by eval score is the one delivered."""
         if s.scalar(select(Checkpoint).where(Checkpoint.job_id == job.id, Checkpoint.step == step)):
             return
-        active = self.platform.active[job.id]
+        active = self.platform.active_job(job.id)
         checkpoint = Checkpoint(
             id=new_id("ckpt"),
             job_id=job.id,
