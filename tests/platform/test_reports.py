@@ -3,48 +3,22 @@ report is answered, re-sent reports, a batch that fails to commit, and a decisio
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import pytest
+from in_process import in_process_platform
 from sqlalchemy import func, select
 
-from rlguard.cluster.registry import RuleParams, build_policy
 from rlguard.platform import reports as reports_module
 from rlguard.platform.db import DecisionRecord, Event, Tenant
-from rlguard.platform.jobview import Defaults, JobViews
 from rlguard.platform.reports import Reports
-from rlguard.platform.rules import StopRules
 from rlguard.platform.schemas import EvalReport, JobCreate
 from rlguard.platform.service import Platform
-from rlguard.platform.store import Store
 from rlguard.platform.tenants import create_tenant
-
-
-@dataclass
-class RecordingExecutor:
-    """Stands in for Ray: records what the platform asks of it."""
-
-    env: dict[str, dict[str, str]] = field(default_factory=dict)
-    stopped: list[str] = field(default_factory=list)
-
-    def capacity(self) -> int:
-        return 2
-
-    def launch(self, run_id, argv, env, cwd, log_path, gpus, cpus, sandbox):  # type: ignore[no-untyped-def]
-        self.env[env["RLGUARD_JOB_ID"]] = env
-        return run_id
-
-    def stop(self, handle, grace_s) -> None:  # type: ignore[no-untyped-def]
-        self.stopped.append(handle)
 
 
 @pytest.fixture
 def platform(tmp_path) -> Platform:
-    store = Store(f"sqlite:///{tmp_path / 'platform.db'}")
-    rules = StopRules(build_policy("fifo", {}), "evalstop", RuleParams(k=2, min_delta=0, warmup=0))
-    views = JobViews(False, tmp_path, [], "http://127.0.0.1:1", Defaults())
-    yield Platform(store, RecordingExecutor(), rules, tmp_path, "http://127.0.0.1:1", views)  # type: ignore[arg-type]
-    store.close()
+    with in_process_platform(tmp_path) as platform:
+        yield platform
 
 
 def _running_job(platform: Platform, **stop_policy) -> tuple[str, str]:
