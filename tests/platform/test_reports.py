@@ -3,48 +3,22 @@ report is answered, re-sent reports, a batch that fails to commit, and a decisio
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import pytest
+from in_process import in_process_platform
 from sqlalchemy import func, select
 
-from rlguard.cluster.registry import RuleParams, build_policy
 from rlguard.platform import reports as reports_module
-from rlguard.platform.db import Decision, Event, Tenant
-from rlguard.platform.jobview import Defaults, JobViews
+from rlguard.platform.db import DecisionRecord, Event, Tenant
 from rlguard.platform.reports import Reports
-from rlguard.platform.rules import StopRules
 from rlguard.platform.schemas import EvalReport, JobCreate
 from rlguard.platform.service import Platform
-from rlguard.platform.store import Store
 from rlguard.platform.tenants import create_tenant
-
-
-@dataclass
-class RecordingExecutor:
-    """Stands in for Ray: records what the platform asks of it."""
-
-    env: dict[str, dict[str, str]] = field(default_factory=dict)
-    stopped: list[str] = field(default_factory=list)
-
-    def capacity(self) -> int:
-        return 2
-
-    def launch(self, run_id, argv, env, cwd, log_path, gpus, cpus, sandbox):  # type: ignore[no-untyped-def]
-        self.env[env["RLGUARD_JOB_ID"]] = env
-        return run_id
-
-    def stop(self, handle, grace_s) -> None:  # type: ignore[no-untyped-def]
-        self.stopped.append(handle)
 
 
 @pytest.fixture
 def platform(tmp_path) -> Platform:
-    store = Store(f"sqlite:///{tmp_path / 'platform.db'}")
-    rules = StopRules(build_policy("fifo", {}), "evalstop", RuleParams(k=2, min_delta=0, warmup=0))
-    views = JobViews(False, tmp_path, [], "http://127.0.0.1:1", Defaults())
-    yield Platform(store, RecordingExecutor(), rules, tmp_path, "http://127.0.0.1:1", views)  # type: ignore[arg-type]
-    store.close()
+    with in_process_platform(tmp_path) as platform:
+        yield platform
 
 
 def _running_job(platform: Platform, **stop_policy) -> tuple[str, str]:
@@ -85,7 +59,7 @@ def test_a_resent_eval_is_stored_once_and_answered_as_before(platform):
         assert answer["decision"] == first["decision"]
     with platform.store.transaction() as s:
         evals = s.scalar(select(func.count()).where(Event.job_id == job_id, Event.type == "eval"))
-        decisions = s.scalar(select(func.count()).select_from(Decision))
+        decisions = s.scalar(select(func.count()).select_from(DecisionRecord))
     assert (evals, decisions) == (1, 1)
 
 
@@ -111,7 +85,9 @@ def test_evidence_is_the_range_of_evals_a_decision_rests_on(platform, rule, eval
     job_id, token = _running_job(platform, rule=rule)
     answers = _report(reports, job_id, token, *[(s, s / 10) for s in range(1, 7)])  # no stop
     with platform.store.transaction() as s:
-        last = s.scalar(select(Decision).where(Decision.event_seq == answers[-1]["event_seq"]))
+        last = s.scalar(
+            select(DecisionRecord).where(DecisionRecord.event_seq == answers[-1]["event_seq"])
+        )
         seqs = s.scalars(
             select(Event.seq)
             .where(Event.job_id == job_id, Event.type == "eval")

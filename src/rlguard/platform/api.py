@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from rlguard.errors import InputError
 from rlguard.platform import states
 from rlguard.platform.dashboard import mount_dashboard
-from rlguard.platform.db import ApiKey, Checkpoint, Decision, Event, Job, Run, Tenant
+from rlguard.platform.db import ApiKey, Checkpoint, DecisionRecord, Event, Job, Run, Tenant
 from rlguard.platform.errors import (
     ApiError,
     BodyLimit,
@@ -296,10 +296,10 @@ def create_app(platform: Platform, ingest: EvalIngest) -> FastAPI:
     def decisions(job_id: str, who: Reader, stops_only: bool = False) -> dict[str, Any]:
         with platform.store.transaction() as s:
             _visible_job(s, job_id, who)
-            query = select(Decision).where(Decision.job_id == job_id)
+            query = select(DecisionRecord).where(DecisionRecord.job_id == job_id)
             if stops_only:
-                query = query.where(Decision.stop)
-            found = s.scalars(query.order_by(Decision.event_seq)).all()
+                query = query.where(DecisionRecord.stop)
+            found = s.scalars(query.order_by(DecisionRecord.event_seq)).all()
             return page([decision_view(d) for d in found], False)
 
     @app.get("/v1/jobs/{job_id}/logs", response_class=PlainTextResponse)

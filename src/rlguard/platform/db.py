@@ -119,9 +119,10 @@ class Checkpoint(Base):
     created_at: Mapped[float] = mapped_column(Float)
 
 
-class Decision(Base):
-    """A stop rule's verdict on one eval event, with the eval events it rested on (`evidence`:
-    the range of the job's eval seqs, see `rules.evidence`)."""
+class DecisionRecord(Base):
+    """A stop rule's `Decision` (rlguard.cluster.events) on one eval event, as stored, with the
+    eval events it rested on (`evidence`: the range of the job's eval seqs, see
+    `rules.evidence`)."""
 
     __tablename__ = "decisions"
 

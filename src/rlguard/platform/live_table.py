@@ -57,6 +57,10 @@ class LiveTable:
         else:
             self.active.discard(row)
 
+    def bank(self, job_id: str, seconds: float) -> None:
+        """GPU time of a run that ended before a restart (a live run's is banked by `leave`)."""
+        self.table.executed_s[self.rows[job_id]] += seconds
+
     def observe(self, job_id: str, progress: float, loss: float | None, executed_s: float) -> None:
         """An eval arrived: what SLAQ and the view's eval columns read."""
         row = self.rows[job_id]
@@ -69,6 +73,9 @@ class LiveTable:
             t.loss_first[row] = loss
         t.loss_prev[row], t.loss_prev_exec_s[row] = t.loss_last[row], t.loss_last_exec_s[row]
         t.loss_last[row], t.loss_last_exec_s[row] = loss, executed_s
+
+    def last_progress(self, job_id: str) -> float:
+        return float(self.table.last_progress[self.rows[job_id]])
 
     def executed_s(self, job_id: str, now: float) -> float:
         row = self.rows[job_id]

@@ -9,8 +9,6 @@ finished if it was already stopping for good.
 
 from __future__ import annotations
 
-import time
-
 from sqlalchemy import select
 
 from rlguard.platform import states
@@ -29,26 +27,15 @@ def recover(platform: Platform) -> dict[str, int]:
         ).all()
         for job in jobs:
             runs = s.scalars(select(Run).where(Run.job_id == job.id).order_by(Run.attempt)).all()
-            active = platform._track(job, platform.rules.resolve(job.stop_policy), len(runs))
-            row = platform.table.rows[job.id]
-            for run in runs:
-                if run.ended_at is not None:
-                    platform.table.table.executed_s[row] += run.ended_at - run.started_at
+            platform.restore(job, runs)
             for event in replay_reports(platform, s, job):
-                platform.table.observe(job.id, event.data["progress"], event.data.get("loss"), 0.0)
+                platform.record_eval(job.id, event.data["progress"], event.data.get("loss"), None)
             if job.status not in states.ON_GPUS:
                 counts["queued"] += 1
-                continue
-            current = runs[-1]
-            active.run_id = current.id
-            active.handle = platform.executor.reattach(current.id)
-            if active.handle is None:
+            elif platform.reattach(job, runs[-1]):
+                counts["reattached"] += 1
+            else:
                 lost.append(job.id)
-                continue
-            platform.table.start(job.id, current.started_at)
-            if job.intent == states.EARLY_STOP:
-                active.kill_at = time.time() + platform.grace_s
-            counts["reattached"] += 1
     for job_id in lost:
         platform.run_ended(job_id, None)
         counts["lost"] += 1

@@ -16,10 +16,9 @@ from typing import Any
 from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
 
-from rlguard.cluster.events import Decision as RuleDecision
-from rlguard.cluster.events import EvalEvent
+from rlguard.cluster.events import Decision, EvalEvent
 from rlguard.platform import states
-from rlguard.platform.db import Checkpoint, Decision, Event, Job
+from rlguard.platform.db import Checkpoint, DecisionRecord, Event, Job
 from rlguard.platform.keys import new_id, same_digest
 from rlguard.platform.rules import evidence
 from rlguard.platform.schemas import CheckpointReport, EvalReport
@@ -43,12 +42,11 @@ def replay_reports(platform: Platform, s: Session, job: Job) -> list[Event]:
     """Rebuild what the platform holds in memory of a job's reports from the store: its state and
     intent, its stop rule's state (from the evals a rule decided on, in order), its evals' seqs
     and steps, its best checkpoint's score. The job's evals, for the caller's other bookkeeping."""
-    active = platform.active[job.id]
-    active.status, active.intent = job.status, job.intent  # a failed batch may have stopped it
-    if job.intent != states.EARLY_STOP:
-        active.kill_at = None
+    active = platform.resync(job)  # a failed batch may have stopped it
     platform.rules.job_ended(job.id)
-    decided = set(s.scalars(select(Decision.event_seq).where(Decision.job_id == job.id)))
+    decided = set(
+        s.scalars(select(DecisionRecord.event_seq).where(DecisionRecord.job_id == job.id))
+    )
     evals = s.scalars(
         select(Event).where(Event.job_id == job.id, Event.type == "eval").order_by(Event.seq)
     ).all()
@@ -81,7 +79,7 @@ class _Batch:
         if self.events:
             self.session.execute(insert(Event), self.events)
         if self.decisions:
-            self.session.execute(insert(Decision), self.decisions)
+            self.session.execute(insert(DecisionRecord), self.decisions)
 
 
 class Reports:
@@ -123,8 +121,7 @@ class Reports:
                 raise
             now = time.time()
             for job_id, report in observed:
-                executed = self.platform.table.executed_s(job_id, now)
-                self.platform.table.observe(job_id, report.progress, report.loss, executed)
+                self.platform.record_eval(job_id, report.progress, report.loss, now)
         return answers
 
     def _ingest(
@@ -136,7 +133,7 @@ class Reports:
         observed: list[tuple[str, EvalReport]],
     ) -> dict[str, Any]:
         job = self._reporting_job(batch.jobs.get(job_id), job_id, token)
-        active = self.platform.active[job_id]
+        active = self.platform.active_job(job_id)
         if report.step in active.eval_steps:  # a re-sent report (a retry, or a resumed run)
             return self._answer(job, *self._stored(batch, job.id, report.step), duplicate=True)
         event = self.platform.next_event(
@@ -166,7 +163,9 @@ class Reports:
             select(Event.seq).where(Event.job_id == job_id, Event.dedup == f"eval:{step}")
         )
         decision = s.scalar(
-            select(Decision).where(Decision.job_id == job_id, Decision.event_seq == seq)
+            select(DecisionRecord).where(
+                DecisionRecord.job_id == job_id, DecisionRecord.event_seq == seq
+            )
         )
         return seq, None if decision is None else Reports._summary(vars(decision))
 
@@ -176,7 +175,7 @@ class Reports:
         return {k: v for k, v in metrics.items() if v is not None}
 
     def _decide(
-        self, batch: _Batch, job: Job, active: Active, seq: int, verdict: RuleDecision
+        self, batch: _Batch, job: Job, active: Active, seq: int, verdict: Decision
     ) -> dict[str, Any]:
         decision = {
             "id": new_id("dec"),
@@ -196,10 +195,7 @@ class Reports:
             data = {"decision": decision["id"], **{k: decision[k] for k in keys}}
             batch.events.append(self.platform.next_event(job, "decision", data, "warning"))
         if verdict.stop and not active.rule.shadow:
-            job.intent = active.intent = states.EARLY_STOP
-            job.stop_reason = f"{active.rule.rule}: {verdict.reason}"
-            self.platform.set_status(batch.session, job, states.STOPPING, job.stop_reason)
-            active.kill_at = time.time() + self.platform.grace_s
+            self.platform.stop_early(batch.session, job, f"{active.rule.rule}: {verdict.reason}")
         return self._summary(decision)
 
     @staticmethod
@@ -243,7 +239,7 @@ class Reports:
         """Record a checkpoint once per step; the best by eval score is the one delivered."""
         if s.scalar(select(Checkpoint).where(Checkpoint.job_id == job.id, Checkpoint.step == step)):
             return
-        active = self.platform.active[job.id]
+        active = self.platform.active_job(job.id)
         checkpoint = Checkpoint(
             id=new_id("ckpt"),
             job_id=job.id,

@@ -4,7 +4,8 @@ One `Platform` object owns the in-memory side (the live table the policies see, 
 per-job state, the Ray handles of running jobs) and keeps it in step with the store, which is the
 record: every change is committed before the caller is answered, and `recovery.recover` rebuilds
 the in-memory side from the store after a restart. The scheduling loop (`loop.py`) drives the
-lifecycle; jobs' reports go through `reports.py`. Every write happens under `self.lock`.
+lifecycle; jobs' reports go through `reports.py`. Every write happens under `self.lock`, and
+every status change through `transition`, which holds each job to `states.TRANSITIONS`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +57,14 @@ class NotFound(LookupError):
 
 class Conflict(RuntimeError):
     """The request does not fit the job's state (e.g. a report from a finished job)."""
+
+
+class IllegalTransition(Conflict):
+    """A status change `states.TRANSITIONS` does not allow: a bug where the platform itself asked
+    for it, a 409 where a tenant's request did."""
+
+    def __init__(self, job_id: str, previous: str | None, status: str) -> None:
+        super().__init__(f"job {job_id} cannot go from {previous or 'new'} to {status}")
 
 
 class Unauthorized(PermissionError):
@@ -141,10 +151,22 @@ class Platform:
         session.add(event)
         return event
 
-    def set_status(
+    def transition(
         self, session: Session, job: Job, status: str, reason: str | None = None
     ) -> None:
-        previous, job.status = job.status, status
+        """Change a job's status and record its `state` event: the one way a status changes, so
+        every job follows `states.TRANSITIONS` (as Ray Jobs' `put_status`, which refuses to leave
+        a terminal state). A job leaving its GPUs for the queue records `preempted` first. An
+        illegal change raises IllegalTransition before anything is changed."""
+        previous = job.status
+        if status not in states.TRANSITIONS.get(previous, ()):
+            raise IllegalTransition(job.id, previous, status)
+        job.status = status
+        if previous is states.NEW:  # its row is written before the events that name it
+            session.add(job)
+            session.flush()
+        if previous in states.ON_GPUS and status == states.QUEUED:
+            self.append(session, job, "state", {"status": states.PREEMPTED, "reason": reason})
         data = {"status": status, "previous": previous}
         if reason:
             data["reason"] = reason
@@ -181,15 +203,12 @@ class Platform:
                 gpu_hours_freed=0.0,
                 estimate_s=estimate,
                 stop_policy=rule.as_dict(),
-                status=states.VALIDATING,
                 last_seq=0,
                 created_at=now,
                 sandbox=self.views.label,
             )
-            s.add(job)
-            s.flush()
-            self.append(s, job, "state", {"status": states.VALIDATING, "previous": None})
-            self.set_status(s, job, states.QUEUED)
+            self.transition(s, job, states.VALIDATING)
+            self.transition(s, job, states.QUEUED)
         with self.lock:
             self._track(job, rule, attempt=0)
         self.dirty.set()
@@ -212,6 +231,49 @@ class Platform:
         self.table.add(job.id, job.job_kind, job.gpus, job.created_at, job.estimate_s)
         return active
 
+    def active_job(self, job_id: str) -> Active:
+        """What the platform holds in memory for an unfinished job (KeyError for any other)."""
+        return self.active[job_id]
+
+    def resync(self, job: Job) -> Active:
+        """Take a job's status and intent back from the store (a batch that failed to commit may
+        have changed them in memory only); only a job stopping early keeps its kill deadline."""
+        active = self.active[job.id]
+        active.status, active.intent = job.status, job.intent
+        if job.intent != states.EARLY_STOP:
+            active.kill_at = None
+        return active
+
+    def record_eval(
+        self, job_id: str, progress: float, loss: float | None, now: float | None
+    ) -> None:
+        """An eval, as the policies' view reads it (SLAQ its loss over GPU time): `now` places
+        its loss at the job's GPU time then; an eval replayed after a restart (None) at 0."""
+        executed = 0.0 if now is None else self.table.executed_s(job_id, now)
+        self.table.observe(job_id, progress, loss, executed)
+
+    # ----- after a restart (called by `recovery.recover`) ------------------------------------
+
+    def restore(self, job: Job, runs: Sequence[Run]) -> None:
+        """Hold an unfinished job in memory again, with its ended runs' GPU time."""
+        self._track(job, self.rules.resolve(job.stop_policy), attempt=len(runs))
+        for run in runs:
+            if run.ended_at is not None:
+                self.table.bank(job.id, run.ended_at - run.started_at)
+
+    def reattach(self, job: Job, run: Run) -> bool:
+        """Take back a job's current run if Ray still has its actor; False if it is lost (for
+        `run_ended` to requeue or finish the job)."""
+        active = self.active[job.id]
+        active.run_id = run.id
+        active.handle = self.executor.reattach(run.id)
+        if active.handle is None:
+            return False
+        self.table.start(job.id, run.started_at)
+        if job.intent == states.EARLY_STOP:
+            active.kill_at = time.time() + self.grace_s
+        return True
+
     def cancel(self, job_id: str) -> None:
         with self.lock, self.store.transaction() as s:
             job = s.get(Job, job_id)
@@ -224,9 +286,9 @@ class Platform:
                 self._finish(s, job, states.CANCELLED, "cancelled by the user")
                 return
             if job.intent in (None, states.PREEMPT):
-                job.intent = active.intent = states.CANCEL
                 if job.status != states.STOPPING:
-                    self.set_status(s, job, states.STOPPING, "cancelled by the user")
+                    self.transition(s, job, states.STOPPING, "cancelled by the user")
+                job.intent = active.intent = states.CANCEL
         if active.handle is not None:
             self.executor.stop(active.handle, self.grace_s)
 
@@ -255,7 +317,7 @@ class Platform:
             tenant = s.get(Tenant, job.tenant_id).name
             job.token_digest = digest(token)
             job.started_at = job.started_at or run.started_at
-            self.set_status(s, job, states.STARTING, f"attempt {attempt}")
+            self.transition(s, job, states.STARTING, f"attempt {attempt}")
         active.attempt, active.run_id = attempt, run.id
         active.queue_position = None
         env = {
@@ -297,16 +359,25 @@ class Platform:
             return
         self.table.start(job_id, run.started_at)
         with self.store.transaction() as s:
-            self.set_status(s, s.get(Job, job_id), states.RUNNING)
+            self.transition(s, s.get(Job, job_id), states.RUNNING)
 
     def preempt(self, job_id: str) -> None:
         active = self.active[job_id]
         with self.store.transaction() as s:
             job = s.get(Job, job_id)
+            self.transition(s, job, states.STOPPING, "preempted by the scheduler")
             job.intent = active.intent = states.PREEMPT
-            self.set_status(s, job, states.STOPPING, "preempted by the scheduler")
         if active.handle is not None:
             self.executor.stop(active.handle, self.grace_s)
+
+    def stop_early(self, session: Session, job: Job, reason: str) -> None:
+        """Its stop rule decided (in `reports.py`): the job is told to stop at this eval, and
+        SIGTERMed if it has not exited after the grace period (`enforce_grace`)."""
+        active = self.active[job.id]
+        job.stop_reason = reason
+        self.transition(session, job, states.STOPPING, reason)
+        job.intent = active.intent = states.EARLY_STOP
+        active.kill_at = time.time() + self.grace_s
 
     def run_ended(self, job_id: str, exit_code: int | None) -> None:
         """A run's process exited (or its actor was lost: exit_code None)."""
@@ -330,11 +401,10 @@ class Platform:
                 self._finish(s, job, states.FAILED, message)
             elif requeue:
                 reason = "preempted" if active.intent == states.PREEMPT else "run lost"
-                self.append(s, job, "state", {"status": states.PREEMPTED, "reason": reason})
+                self.transition(s, job, states.QUEUED, reason)
                 job.intent = active.intent = None
-                self.set_status(s, job, states.QUEUED, reason)
             elif active.intent == states.EARLY_STOP:
-                progress = self.table.table.last_progress[self.table.rows[job_id]]
+                progress = self.table.last_progress(job_id)
                 job.gpu_hours_freed = freed_gpu_hours(
                     job.gpus, job.gpu_seconds / job.gpus, progress
                 )
@@ -364,7 +434,7 @@ class Platform:
     def _finish(self, s: Session, job: Job, status: str, reason: str | None = None) -> None:
         job.finished_at = time.time()
         job.token_digest = None
-        self.set_status(s, job, status, reason)
+        self.transition(s, job, status, reason)
         self.active.pop(job.id, None)
         self.table.leave(job.id, job.finished_at, requeue=False)
         self.rules.job_ended(job.id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlguard.platform.db import Checkpoint, Decision, Event, Job
+from rlguard.platform.db import Checkpoint, DecisionRecord, Event, Job
 
 
 def stamp(t: float | None) -> int | None:
@@ -78,7 +78,7 @@ def checkpoint_view(checkpoint: Checkpoint) -> dict[str, Any]:
     }
 
 
-def decision_view(decision: Decision) -> dict[str, Any]:
+def decision_view(decision: DecisionRecord) -> dict[str, Any]:
     return {
         "object": "job.decision",
         "id": decision.id,

@@ -1,0 +1,45 @@
+"""A Platform in process, for tests of its logic without Ray or a server: the store on SQLite
+(what `rlguard serve` uses by default), a recording executor in Ray's place, FIFO and EvalStop
+(k = 2, no warm-up)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rlguard.cluster.registry import RuleParams, build_policy
+from rlguard.platform.jobview import Defaults, JobViews
+from rlguard.platform.rules import StopRules
+from rlguard.platform.service import Platform
+from rlguard.platform.store import Store
+
+
+@dataclass
+class RecordingExecutor:
+    """Stands in for Ray: records what the platform asks of it."""
+
+    env: dict[str, dict[str, str]] = field(default_factory=dict)
+    stopped: list[str] = field(default_factory=list)
+
+    def capacity(self) -> int:
+        return 2
+
+    def launch(self, run_id, argv, env, cwd, log_path, gpus, cpus, sandbox):  # type: ignore[no-untyped-def]
+        self.env[env["RLGUARD_JOB_ID"]] = env
+        return run_id
+
+    def stop(self, handle, grace_s) -> None:  # type: ignore[no-untyped-def]
+        self.stopped.append(handle)
+
+
+@contextmanager
+def in_process_platform(data_dir: Path) -> Iterator[Platform]:
+    store = Store(f"sqlite:///{data_dir / 'platform.db'}")
+    rules = StopRules(build_policy("fifo", {}), "evalstop", RuleParams(k=2, min_delta=0, warmup=0))
+    views = JobViews(False, data_dir, [], "http://127.0.0.1:1", Defaults())
+    try:
+        yield Platform(store, RecordingExecutor(), rules, data_dir, "http://127.0.0.1:1", views)  # type: ignore[arg-type]
+    finally:
+        store.close()
