@@ -71,9 +71,10 @@ class JobProcess:
     """The Ray actor of one run (a threaded actor: `wait` blocks while `terminate` is called).
 
     With a sandbox, the process is bwrap (sandbox.py) and the job runs as the sandbox's uid;
-    signals then go to every process of that uid (`kill(-1)` from that uid), which reaches all
-    of the job however it regrouped itself, and SIGKILL also goes to bwrap's group, whose PID
-    namespace dies with it. Without one (single-tenant), to the job's process group as before.
+    signals then go to every process of that uid in the run's cgroup, which reaches all of the
+    job however it regrouped itself and nothing of another platform's job that happens to hold
+    the same uid on this host; SIGKILL also goes to bwrap's group, whose PID namespace dies with
+    it. Without one (single-tenant), to the job's process group as before.
     """
 
     def __init__(
@@ -158,12 +159,23 @@ class JobProcess:
 
     def _signal(self, signum: int) -> None:
         if self.sandbox is not None and signum != signal.SIGKILL:
-            signal_uid(self.sandbox.uid, signum)  # bwrap lives on to pass the exit code back
+            self._signal_job(signum)  # bwrap lives on to pass the exit code back
             return
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signum)  # with bwrap's, its PID namespace dies at once
         if self.sandbox is not None:
-            signal_uid(self.sandbox.uid, signum)  # and whatever of the uid is left
+            self._signal_job(signum)  # and whatever of the job is left
+
+    def _signal_job(self, signum: int) -> None:
+        """The job's own processes: its uid's in the run's cgroup (bwrap and its PID 1 stay
+        root's); on a host without cgroups, every process of the uid."""
+        assert self.sandbox is not None
+        pids = self.cgroup.pids() if self.cgroup is not None else None
+        if pids is None:
+            signal_uid(self.sandbox.uid, signum)
+            return
+        for pid in pids:
+            signal_if_owned(pid, self.sandbox.uid, signum)
 
     def _clean(self) -> None:
         if self.watch is not None:
@@ -176,6 +188,30 @@ class JobProcess:
             self.cgroup.remove()
         if self.sandbox is not None and getattr(self, "run_dir", None):
             shutil.rmtree(self.run_dir, ignore_errors=True)
+
+
+def signal_if_owned(pid: int, uid: int, signum: int) -> None:
+    """Signal `pid` if its real uid is `uid`: through a pidfd opened before the check, so a pid
+    that exits and is reused in between is never the one signalled."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        if real_uid(pid) == uid:
+            signal.pidfd_send_signal(fd, signum)
+    except (FileNotFoundError, ProcessLookupError):
+        pass  # it exited meanwhile
+    finally:
+        os.close(fd)
+
+
+def real_uid(pid: int) -> int:
+    """From /proc/PID/status: the directory's owner turns root when a process makes itself
+    non-dumpable, its real uid does not."""
+    with open(f"/proc/{pid}/status") as status:
+        line = next(line for line in status if line.startswith("Uid:"))
+    return int(line.split()[1])
 
 
 def signal_uid(uid: int, signum: int) -> None:

@@ -107,6 +107,16 @@ class Cgroup:
             _write(cpu / "cpu.cfs_period_us", str(PERIOD_US))
             _write(cpu / "cpu.cfs_quota_us", str(int(limits.cpus * PERIOD_US)))
 
+    def pids(self) -> list[int] | None:
+        """The processes in the run's cgroup now: exactly this run's, however they regrouped
+        themselves (None where no cgroup could be made)."""
+        if not self.dirs:
+            return None
+        try:
+            return [int(pid) for pid in (self.dirs[0] / "cgroup.procs").read_text().split()]
+        except FileNotFoundError:  # removed: the run is over
+            return []
+
     def join(self) -> None:
         """In the child before exec: move this process (and so all it starts) into the cgroup."""
         pid = str(os.getpid())
