@@ -16,9 +16,11 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/rlguard demo
 
+# Three workers on two cores: much of the suite waits on servers and subprocesses. Whole files
+# per worker, so a module's shared fixture (a built world, a server) is made once.
 test: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/pytest
+	$(BIN)/pytest -n 3 --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

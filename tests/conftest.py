@@ -14,7 +14,10 @@ def one_thread():
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked `cuda` (`pytest -m cuda` runs them alone) skip where no GPU is."""
+    """The `slow` tests first (each a module that trains or serves for minutes): `make test`
+    hands whole files to its workers in this order, and the longest started last would end last.
+    Tests marked `cuda` (`pytest -m cuda` runs them alone) skip where no GPU is."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: files stay whole
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA device")
