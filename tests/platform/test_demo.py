@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 def test_demo_stops_the_hacking_job_online(tmp_path):
     command = [*RLGUARD, "demo", "--json", "--out", str(tmp_path), "--port", str(free_port())]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1800)  # a hang guard
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout)
     jobs = {job["method"]: job for job in result["jobs"]}
