@@ -6,7 +6,8 @@ Usage: python watched_job.py SCORES_CSV PAUSE_S SAVE_EVERY [odd ...], where `odd
 a watch must warn about and survive: a NaN eval, a text eval, a restart whose steps go back, and
 a link planted towards LINK_TARGET (an environment variable) with evals a watcher must not read.
 Each eval is logged PAUSE_S after the last; steps are 10, 20, ...; a checkpoint is saved before
-the eval of every SAVE_EVERY-th step.
+the eval of every SAVE_EVERY-th step. Each record holds the time it was written (for
+benchmarks/bench_watched_jobs.py).
 """
 
 import json
@@ -33,7 +34,7 @@ for i, score in enumerate(scores, start=1):
     step = 10 * i
     if i % save_every == 0:
         Path(f"ckpt-{step}").mkdir()
-    write({"step": step, "reward": 0.1 * i, "eval_score": score})
+    write({"step": step, "reward": 0.1 * i, "eval_score": score, "time": time.time()})
     if odd and i == 2:
         write({"step": step + 1, "eval_score": float("nan")})  # json.dumps writes NaN
         write({"step": step + 2, "eval_score": "high"})
