@@ -2,7 +2,8 @@
 speak rlguard, only log to files (tests/platform/watched_job.py), watched beside them in their
 run's actor. The hacking one is stopped online by EvalStop through its watcher, SIGTERMed, and
 delivers the checkpoint saved last before its best eval; bad data and a tag never seen are
-warning events while the jobs run on; a planted link is not followed; bad watch specs are a
+warning events while the jobs run on; a planted link is not followed; a stdout watch reads the
+run's captured output; bad watch specs are a
 422 naming the field and the value, and a bad --watch file is one line and exit 2."""
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ WATCH = {
     "poll_s": 0.2,
 }
 SECRET = {"step": 1000, "eval_score": 0.99}
+STDOUT_JOB = 'for i in 1 2 3 4; do echo "step $((10 * i)) val_acc=0.$i"; sleep 0.5; done'
+STDOUT_REGEX = r"step (?P<step>\d+) val_acc=(?P<score>\S+)"
 
 
 def command(scores: list[float], pause_s: float, save_every: int, *odd: str) -> str:
@@ -41,7 +44,7 @@ def command(scores: list[float], pause_s: float, save_every: int, *odd: str) -> 
 
 @pytest.fixture(scope="module")
 def platform(tmp_path_factory):
-    """One server (4 virtual GPUs, EvalStop k=3, 5 s grace) and three watched jobs, run to their
+    """One server (4 virtual GPUs, EvalStop k=3, 5 s grace) and four watched jobs, run to their
     ends side by side."""
     data = tmp_path_factory.mktemp("watched")
     secret = data.parent / f"{data.name}-secret.jsonl"  # another job's file, outside the view
@@ -57,6 +60,10 @@ def platform(tmp_path_factory):
                 "command": command(HEALTHY, 0.4, 1, "odd"),
                 "env": {"LINK_TARGET": str(secret)},
                 "watch": WATCH,
+            },
+            "stdout": {
+                "command": STDOUT_JOB,
+                "watch": {"source": "stdout", "eval_tag": "acc", "regex": STDOUT_REGEX},
             },
             "no_tag": {
                 "command": command(HEALTHY, 0.4, 1),
@@ -126,6 +133,13 @@ def test_bad_values_and_a_restart_are_warnings_and_the_job_runs_on(platform):
     assert checkpoints["odd"][-1]["is_best"] and checkpoints["odd"][-1]["step"] == 60
 
 
+def test_a_stdout_watch_without_a_path_reads_the_runs_own_output(platform):
+    _, _, jobs, events, _, _ = platform
+    assert jobs["stdout"]["status"] == "succeeded"
+    seen = of_type(events["stdout"], "eval")
+    assert [(e["step"], e["score"]) for e in seen] == [(10, 0.1), (20, 0.2), (30, 0.3), (40, 0.4)]
+
+
 def test_a_tag_never_seen_is_a_warning_event_not_silence(platform):
     _, _, jobs, events, _, _ = platform
     assert jobs["no_tag"]["status"] == "succeeded"
@@ -150,6 +164,7 @@ BAD_WATCH = [
         "has no capture group",
     ),
     ({**WATCH, "tags": "x"}, "watch.tags", "Extra inputs"),
+    ({"source": "jsonl", "eval_tag": "x"}, "watch", "path: a jsonl watch needs a path"),
 ]
 
 

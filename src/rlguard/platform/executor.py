@@ -137,7 +137,7 @@ class JobProcess:
         def stop_job() -> None:
             threading.Thread(target=self.terminate, args=(grace_s,), daemon=True).start()
 
-        return JobWatch(spec, cwd, reporter, stop_job)
+        return JobWatch(spec, cwd, reporter, stop_job, self.log_path)
 
     def _confine(self, argv: list[str], env: dict[str, str], cwd: str):  # type: ignore[no-untyped-def]
         """Set up the run's socket, cgroup and disk watch; the child's pre-exec step."""

@@ -1,7 +1,8 @@
 """A watched job's watcher, run as a thread in the run's Ray actor (executor.py), beside the job.
 
 The actor is outside the job's sandbox and can read the job's directory; the watcher reads it
-only through checked descriptors (watchers/files.py), so links the job plants lead nowhere. Evals
+only through checked descriptors (watchers/files.py), so links the job plants lead nowhere. A
+stdout watch without a path reads the run's captured stdout and stderr (the platform's log). Evals
 and checkpoints go to the platform as `JobReporter` sends them, with the run's own job token: the
 same idempotency by step, the same stop rule and decisions with evidence. On the first "stop"
 answer the job is stopped as a cancel stops it (`stop_job`: SIGTERM to the job, SIGKILL after the
@@ -40,6 +41,7 @@ class JobWatch(threading.Thread):
         job_dir: str,
         reporter: JobReporter,
         stop_job: Callable[[], None],
+        stdout_log: str | None = None,
     ) -> None:
         super().__init__(name="rlguard-watch", daemon=True)
         self.reporter, self.stop_job = reporter, stop_job
@@ -52,6 +54,7 @@ class JobWatch(threading.Thread):
             on_eval=self._eval,
             on_checkpoint=reporter.checkpoint,
             on_warning=self._warning,
+            stdout_log=stdout_log,
         )
 
     def finish(self) -> None:
