@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform as host
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -70,13 +71,14 @@ def run(poll_s: float, jobs: int, pause_s: float) -> dict:
             stops = c.execute(STOPS).all()
             ends = dict(c.execute(ENDS).all())
         engine.dispose()
+        to_decision, to_end = [], []
+        for job_id, decided_at, data_ in stops:
+            step = (json.loads(data_) if isinstance(data_, str) else data_)["step"]
+            to_decision.append(decided_at - written_at(data / "jobs" / job_id, step))
+            to_end.append(ends[job_id] - decided_at)
     finally:
         server.stop()
-    to_decision, to_end = [], []
-    for job_id, decided_at, data_ in stops:
-        step = (json.loads(data_) if isinstance(data_, str) else data_)["step"]
-        to_decision.append(decided_at - written_at(data / "jobs" / job_id, step))
-        to_end.append(ends[job_id] - decided_at)
+        shutil.rmtree(data, ignore_errors=True)
     return {
         "poll_s": poll_s,
         "jobs": jobs,
