@@ -95,7 +95,8 @@ class JobProcess:
         self.forward: ApiForward | None = None
         self.cgroup: Cgroup | None = None
         self.watch: DiskWatch | None = None
-        self.job_watch: JobWatch | None = None
+        # built first: a spec that no longer validates fails the launch before the job starts
+        self.job_watch = None if watch is None else self._job_watch(watch, env, cwd, grace_s)
         try:
             preexec = self._confine(argv, env, cwd) if sandbox else _die_with_parent
             if sandbox:
@@ -118,8 +119,7 @@ class JobProcess:
             raise
         if self.watch is not None:
             self.watch.start()
-        if watch is not None:
-            self.job_watch = self._job_watch(watch, env, cwd, grace_s)
+        if self.job_watch is not None:
             self.job_watch.start()
 
     def _job_watch(
