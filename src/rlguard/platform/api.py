@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -36,10 +37,17 @@ from rlguard.platform.errors import (
 from rlguard.platform.ingest import EvalIngest
 from rlguard.platform.jobspec import input_error_field
 from rlguard.platform.keys import digest
-from rlguard.platform.schemas import CheckpointReport, EvalReport, JobCreate
+from rlguard.platform.schemas import (
+    CheckpointReport,
+    DeliveryReport,
+    EvalReport,
+    JobCreate,
+    WatchWarningReport,
+)
 from rlguard.platform.service import Conflict, NotFound, Platform, Unauthorized
 from rlguard.platform.usage import cluster_view, occupancy_view, usage_view
 from rlguard.platform.views import checkpoint_view, decision_view, event_view, job_view, page
+from rlguard.platform.watch_reports import WatchReports
 
 MAX_PAGE = 1000
 JobStatus = Literal[
@@ -156,6 +164,7 @@ def _job_views(s: Session, platform: Platform, jobs: list[Job]) -> list[dict[str
 def create_app(platform: Platform, ingest: EvalIngest) -> FastAPI:
     app = FastAPI(title="rlguard platform", version="1", docs_url=None, redoc_url=None)
     app.state.platform = platform
+    reports = WatchReports(platform)  # checkpoints, watchers' warnings and deliveries
     app.add_middleware(BodyLimit)
     app.add_exception_handler(ApiError, on_api_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
@@ -326,15 +335,33 @@ def create_app(platform: Platform, ingest: EvalIngest) -> FastAPI:
         except Conflict as e:
             raise ApiError(409, str(e), "job_not_running") from None
 
-    @app.post("/v1/jobs/{job_id}/checkpoints", status_code=201)
-    def report_checkpoint(job_id: str, body: CheckpointReport, request: Request) -> dict[str, Any]:
+    def _job_report(
+        report: Callable[[str, str, Any], None], job_id: str, body: Any, request: Request
+    ) -> None:
+        """Store one of a running job's reports, its refusals in the API's shape."""
         try:
-            ingest.reports.checkpoint(job_id, _job_token(request), body)
+            report(job_id, _job_token(request), body)
         except Unauthorized:
             raise ApiError(401, "invalid job token for this job", "invalid_job_token") from None
         except Conflict as e:
             raise ApiError(409, str(e), "job_not_running") from None
+
+    @app.post("/v1/jobs/{job_id}/checkpoints", status_code=201)
+    def report_checkpoint(job_id: str, body: CheckpointReport, request: Request) -> dict[str, Any]:
+        _job_report(reports.checkpoint, job_id, body, request)
         return {"object": "job.checkpoint.ack", "job": job_id, "step": body.step}
+
+    @app.post("/v1/jobs/{job_id}/warnings", status_code=201)
+    def report_warning(job_id: str, body: WatchWarningReport, request: Request) -> dict[str, Any]:
+        """A watcher's warning about the job's files (watch_reports.py)."""
+        _job_report(reports.warning, job_id, body, request)
+        return {"object": "job.warning.ack", "job": job_id, "code": body.code}
+
+    @app.post("/v1/jobs/{job_id}/delivery", status_code=201)
+    def report_delivery(job_id: str, body: DeliveryReport, request: Request) -> dict[str, Any]:
+        """The checkpoint a watcher delivers for the job's best eval (watch_reports.py)."""
+        _job_report(reports.delivery, job_id, body, request)
+        return {"object": "job.delivery.ack", "job": job_id, "step": body.step}
 
     @app.get("/v1/usage")
     def usage(who: Reader) -> dict[str, Any]:

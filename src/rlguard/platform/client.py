@@ -203,6 +203,15 @@ class JobReporter:
         body = {"step": step, "path": path, "metrics": metrics or {}}
         self._post(f"/v1/jobs/{self.job_id}/checkpoints", body)
 
+    def warning(self, code: str, message: str, data: dict[str, Any] | None = None) -> None:
+        """A warning event on the job (a watcher's: a tag never seen, a NaN, ...)."""
+        body = {"code": code, "message": message, "data": data or {}}
+        self._post(f"/v1/jobs/{self.job_id}/warnings", body)
+
+    def delivery(self, delivery: dict[str, Any]) -> None:
+        """The checkpoint delivered for the best eval: a watcher's `Delivery`, as a dict."""
+        self._post(f"/v1/jobs/{self.job_id}/delivery", delivery)
+
 
 class PlatformRule(StopRule):
     """The platform as a stop rule: each observed eval is posted, the platform's answer obeyed.

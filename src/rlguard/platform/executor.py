@@ -7,7 +7,8 @@ log file and `CUDA_VISIBLE_DEVICES` is as Ray assigned it. The actor is named af
 detached, so it survives a restart of the server, which finds it again by name (`reattach`); a
 second actor of the same name cannot exist, so a run never runs twice. Stopping is cooperative
 first (SIGTERM: a trainer checkpoints and exits), then SIGKILL after the grace period; killing
-the actor frees its resources in Ray at once.
+the actor frees its resources in Ray at once. A watched job (a `watch` spec) has its watcher as a
+thread of the actor (jobwatch.py): outside the sandbox, reading the job's directory.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +29,9 @@ from typing import Any
 import ray
 
 from rlguard.platform.apiforward import ApiForward
+from rlguard.platform.client import JobReporter
 from rlguard.platform.joblimits import Cgroup, DiskWatch, set_rlimits
+from rlguard.platform.jobwatch import REPORT_RETRY_S, JobWatch
 from rlguard.platform.ray_head import NAMESPACE
 from rlguard.platform.sandbox import API_SOCKET, JobSandbox, bwrap_argv, gpu_nodes
 
@@ -84,12 +88,16 @@ class JobProcess:
         cwd: str,
         log_path: str,
         sandbox: JobSandbox | None = None,
+        watch: dict[str, Any] | None = None,
+        grace_s: float = 30.0,
     ) -> None:
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
         self.sandbox, self.log_path = sandbox, log_path
         self.forward: ApiForward | None = None
         self.cgroup: Cgroup | None = None
         self.watch: DiskWatch | None = None
+        # built first: a spec that no longer validates fails the launch before the job starts
+        self.job_watch = None if watch is None else self._job_watch(watch, env, cwd, grace_s)
         try:
             preexec = self._confine(argv, env, cwd) if sandbox else _die_with_parent
             if sandbox:
@@ -112,6 +120,25 @@ class JobProcess:
             raise
         if self.watch is not None:
             self.watch.start()
+        if self.job_watch is not None:
+            self.job_watch.start()
+
+    def _job_watch(
+        self, spec: dict[str, Any], env: dict[str, str], cwd: str, grace_s: float
+    ) -> JobWatch:
+        """The job's watcher (jobwatch.py): it reports with the run's token and stops the job
+        the way a cancel does."""
+        reporter = JobReporter(
+            env["RLGUARD_URL"],
+            env["RLGUARD_JOB_ID"],
+            env["RLGUARD_JOB_TOKEN"],
+            retry_s=REPORT_RETRY_S,
+        )
+
+        def stop_job() -> None:
+            threading.Thread(target=self.terminate, args=(grace_s,), daemon=True).start()
+
+        return JobWatch(spec, cwd, reporter, stop_job, self.log_path)
 
     def _confine(self, argv: list[str], env: dict[str, str], cwd: str):  # type: ignore[no-untyped-def]
         """Set up the run's socket, cgroup and disk watch; the child's pre-exec step."""
@@ -144,7 +171,10 @@ class JobProcess:
         return self.process.pid
 
     def wait(self) -> int:
+        """The exit code, once the job's process has exited and its watch has reported."""
         code = self.process.wait()
+        if self.job_watch is not None:
+            self.job_watch.finish()
         self._clean()
         return code
 
@@ -272,6 +302,8 @@ class RayExecutor:
         gpus: int,
         cpus: float,
         sandbox: JobSandbox | None = None,
+        watch: dict[str, Any] | None = None,
+        grace_s: float = 30.0,
     ) -> RunHandle:
         actor = self._actor.options(
             name=actor_name(run_id),
@@ -280,7 +312,7 @@ class RayExecutor:
             num_cpus=cpus,
             max_concurrency=4,
             max_restarts=0,
-        ).remote(argv, env, str(cwd), str(log_path), sandbox)
+        ).remote(argv, env, str(cwd), str(log_path), sandbox, watch, grace_s)
         return RunHandle(run_id, actor, actor.wait.remote())
 
     def reattach(self, run_id: str) -> RunHandle | None:

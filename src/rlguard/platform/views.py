@@ -21,7 +21,9 @@ def job_view(
     attempts: int,
 ) -> dict[str, Any]:
     body = (
-        {"config": job.spec["config"]} if job.kind == "train" else {"command": job.spec["command"]}
+        {"config": job.spec["config"]}
+        if job.kind == "train"
+        else {"command": job.spec["command"], "watch": job.spec.get("watch")}
     )
     return {
         "object": "job",
