@@ -38,6 +38,14 @@ class StoreUnavailable(RuntimeError):
 
 
 @dataclass(frozen=True)
+class StoredCheckpoint:
+    """A recorded checkpoint's place: what tenants see, and where its files are."""
+
+    name: str  # its path relative to the job's directory
+    key: str  # its key in the store
+
+
+@dataclass(frozen=True)
 class FileEntry:
     name: str  # relative to the checkpoint, '/'-separated
     size: int
@@ -62,6 +70,7 @@ def _filesystem(uri: str) -> tuple[fsspec.AbstractFileSystem, str]:
         "s3",
         endpoint_url=endpoint,
         skip_instance_cache=True,
+        use_listings_cache=False,  # other processes (the jobs' nodes) write it
         # fail within seconds when the store is away: the job's report is retried anyway
         config_kwargs={"connect_timeout": 5, "read_timeout": 60, "retries": {"max_attempts": 2}},
     )
@@ -79,6 +88,8 @@ class ArtifactStore:
         cannot use (InputError, one line)."""
         probe = self._path(f".probe-{secrets.token_hex(4)}")
         try:
+            if self.local:
+                self.fs.makedirs(self.root, exist_ok=True)
             self.fs.pipe_file(probe, b"ok")
             if self.fs.cat_file(probe) != b"ok":
                 raise OSError("a probe read back different bytes")
