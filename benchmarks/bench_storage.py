@@ -119,6 +119,7 @@ def main() -> None:
         "host": f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}",
         "checkpoint": f"{SHARDS} files of {SHARD_MIB} MiB (1 GiB)",
         "s3_server": "moto[server] on loopback (objects held in its memory)",
+        "load_average_1m_at_start": round(os.getloadavg()[0], 1),  # a shared host is noisy
     }
     try:
         with s3.environment(), tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
@@ -140,6 +141,7 @@ def main() -> None:
                 print(name, results[f"preemption_{name}"], flush=True)
     finally:
         s3.stop()
+    results["load_average_1m_at_end"] = round(os.getloadavg()[0], 1)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
 

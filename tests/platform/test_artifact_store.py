@@ -157,3 +157,25 @@ def test_an_unreachable_store_is_refused_at_start(tmp_path, s3_server):
     (tmp_path / "file").write_text("")
     with pytest.raises(InputError, match="cannot use"):
         ArtifactStore(str(tmp_path / "file" / "store")).check()
+
+
+def test_serve_refuses_a_bad_store_in_one_line(tmp_path, s3_server):
+    """`rlguard serve` itself: exit 2, one `error:` line, before any Ray head is started."""
+    from live_platform import RLGUARD
+
+    s3_server.proxy.down()
+    try:
+        for storage in ("gs://bucket/x", f"{s3_server.uri}/x"):
+            done = subprocess.run(
+                [*RLGUARD, "serve", "--data-dir", str(tmp_path / "data"), "--storage", storage],
+                env={**os.environ, **s3_server.env},
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert done.returncode == 2, done.stderr
+            assert done.stderr.startswith("error: --storage: ")
+            assert len(done.stderr.strip().splitlines()) == 1
+    finally:
+        s3_server.proxy.up()
+    assert not (tmp_path / "data" / "ray-head.json").exists()

@@ -42,7 +42,7 @@ class StoredCheckpoint:
     """A recorded checkpoint's place: what tenants see, and where its files are."""
 
     name: str  # its path relative to the job's directory
-    key: str  # its key in the store
+    key: str | None  # its key in the store (None: pruned by retention since)
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ class Deposits:
             recorded = s.scalar(
                 select(Checkpoint).where(Checkpoint.job_id == job_id, Checkpoint.step == step)
             )
-            if recorded is not None and recorded.store_key is not None:
+            if recorded is not None:  # a re-sent report: recorded once, never uploaded again
                 return StoredCheckpoint(recorded.path, recorded.store_key)
             tenant_id, handle = job.tenant_id, self.platform.active_job(job_id).handle
         name = "/".join(inside_job(str(self.platform.job_dir(job_id)), reported))
