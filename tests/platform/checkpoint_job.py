@@ -2,7 +2,8 @@
 
 Usage: python checkpoint_job.py SCORES_CSV SECONDS_PER_EVAL BYTES_PER_CHECKPOINT. Each eval
 writes output/checkpoint-N/ (random weights, a config, a nested file), records the sha256 of
-what it wrote in output/written-N.json, and reports the eval with that directory. Before the
+what it wrote in output/written-N.json, and reports the eval with that directory; at the end
+it reports output/final/ as a checkpoint of its own (step len(SCORES) + 1). Before the
 first eval it tries to get checkpoints outside its directory recorded (by `..`, by a planted
 symlink, by an absolute path) and writes the answers to output/refused.json, and it writes the
 names of its environment variables to output/env.json (the store's credentials must not be
@@ -48,4 +49,11 @@ for step, score in enumerate(scores, start=1):
     written = {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
     (out / f"written-{step}.json").write_text(json.dumps(written))
     reporter.eval(step, score, step / len(scores), checkpoint=str(ckpt))
+final = out / "final"  # reported on its own, as a trainer's last save
+final.mkdir()
+(final / "weights.bin").write_bytes(os.urandom(size))
+(out / f"written-{len(scores) + 1}.json").write_text(
+    json.dumps({"weights.bin": hashlib.sha256((final / "weights.bin").read_bytes()).hexdigest()})
+)
+reporter.checkpoint(len(scores) + 1, "output/final", {"eval": 0.1})
 print("done", flush=True)

@@ -25,7 +25,7 @@ from live_platform import RLGUARD
 from rlguard.platform.artifacts import ArtifactStore
 
 JOB = Path(__file__).with_name("checkpoint_job.py")
-SCORES = [0.3, 0.7, 0.5, 0.4, 0.45]  # best at step 2; the last 2 are steps 4 and 5
+SCORES = [0.3, 0.7, 0.5, 0.4, 0.45]  # best at step 2; then output/final/ as step 6
 
 
 def job_command(scores: list[float], pause_s: float, size: int = 200_000) -> str:
@@ -70,9 +70,10 @@ def test_a_tenant_downloads_its_best_checkpoint_and_no_one_else_can(platform_wit
     assert not [v for v in json.loads((output / "env.json").read_text()) if v.startswith("AWS")]
 
     checkpoints = client.checkpoints(job["id"])["data"]
-    assert [c["step"] for c in checkpoints] == [1, 2, 3, 4, 5]
+    assert [c["step"] for c in checkpoints] == [1, 2, 3, 4, 5, 6]
     assert [c["path"] for c in checkpoints][1] == "output/checkpoint-2"  # not a server path
-    assert [c["step"] for c in checkpoints if c["stored"]] == [2, 4, 5]  # best + last 2
+    assert checkpoints[5]["path"] == "output/final"
+    assert [c["step"] for c in checkpoints if c["stored"]] == [2, 5, 6]  # best + last 2
     best = next(c for c in checkpoints if c["is_best"])
     assert best["step"] == 2
 
@@ -93,6 +94,15 @@ def test_a_tenant_downloads_its_best_checkpoint_and_no_one_else_can(platform_wit
         if p.is_file()
     }
     assert got == written
+    final = tmp_path / "final"
+    subprocess.run(
+        [*RLGUARD, "jobs", "download", job["id"], "--checkpoint", "6", "--out", str(final)],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    weights = hashlib.sha256((final / "weights.bin").read_bytes()).hexdigest()
+    assert {"weights.bin": weights} == json.loads((output / "written-6.json").read_text())
 
     missing = "job_0123456789abcdef0123"
     base = f"/v1/jobs/{job['id']}/checkpoints/{best['id']}/files"
@@ -114,7 +124,7 @@ def test_a_tenant_downloads_its_best_checkpoint_and_no_one_else_can(platform_wit
     store = ArtifactStore(uri)
     prefix = store.job_key(tenant_id, job["id"])
     assert store.keys("") == [k for k in store.keys("") if k.startswith(prefix)]
-    assert len(store.keys(prefix)) == 3 * 4  # 3 checkpoints: 3 files and a manifest each
+    assert len(store.keys(prefix)) == 2 * 4 + 2  # 2 of 3 files and a manifest, 1 of 1
     assert client.delete(job["id"])["deleted"]
     assert store.keys(prefix) == []
     assert _answer(server, key, "GET", f"/v1/jobs/{job['id']}")[0] == 404
@@ -144,14 +154,9 @@ def test_the_store_down_mid_run_delays_reports_and_records_nothing_unstored(
         s3_server.proxy.up()
     assert client.wait(job["id"], timeout_s=180)["status"] == "succeeded"
     checkpoints = client.checkpoints(job["id"])["data"]
-    assert [c["step"] for c in checkpoints] == list(range(1, 9))
+    assert [c["step"] for c in checkpoints] == list(range(1, 10))  # 9: output/final
     evals = [e for e in client.all_events(job["id"]) if e["type"] == "eval"]
     assert [e["data"]["step"] for e in evals] == list(range(1, 9))  # each once
-    with s3_server.environment():
-        for checkpoint in checkpoints:
-            files = client.checkpoint_files(job["id"], checkpoint["id"])["data"]
-            assert sorted(f["name"] for f in files) == [
-                "config.json",
-                "model.bin",
-                "sub/optimizer.bin",
-            ]
+    for checkpoint in checkpoints[:-1]:
+        files = client.checkpoint_files(job["id"], checkpoint["id"])["data"]
+        assert sorted(f["name"] for f in files) == ["config.json", "model.bin", "sub/optimizer.bin"]

@@ -231,13 +231,13 @@ class Reports:
             job = self.reporting_job(s.get(Job, job_id), job_id, token)
             metrics = dict(report.metrics)
             if "eval" not in metrics:  # the eval of the same step, if the job reported one
-                stored = s.scalar(
+                same_step = s.scalar(
                     select(Event).where(
                         Event.job_id == job_id, Event.dedup == f"eval:{report.step}"
                     )
                 )
-                if stored is not None:
-                    metrics["eval"] = stored.data["score"]
+                if same_step is not None:
+                    metrics["eval"] = same_step.data["score"]
             self._add_checkpoint(s, job, report.step, stored, metrics)
 
     def _add_checkpoint(
