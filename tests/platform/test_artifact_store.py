@@ -179,3 +179,21 @@ def test_serve_refuses_a_bad_store_in_one_line(tmp_path, s3_server):
     finally:
         s3_server.proxy.up()
     assert not (tmp_path / "data" / "ray-head.json").exists()
+
+
+def test_download_refuses_bad_choices_in_one_line(tmp_path):
+    """The CLI's side of `rlguard jobs download`: a bad --checkpoint, a pruned one, a file name
+    that would leave --out."""
+    from rlguard.platform.download import pick, target
+
+    listed = [
+        {"id": "c1", "step": 1, "is_best": True, "stored": True},
+        {"id": "c2", "step": 2, "is_best": False, "stored": False},
+    ]
+    assert pick(listed, "best")["id"] == pick(listed, "1")["id"] == "c1"
+    for which, message in (("latest", "best or a step"), ("3", "no checkpoint 3"), ("2", "pruned")):
+        with pytest.raises(InputError, match=message):
+            pick(listed, which)
+    assert target(tmp_path, "sub/a.bin") == tmp_path.resolve() / "sub" / "a.bin"
+    with pytest.raises(InputError, match="leaves --out"):
+        target(tmp_path, "../escape")

@@ -40,10 +40,13 @@ def download_checkpoint(client: Client, job_id: str, which: str, out: Path) -> d
     files = client.checkpoint_files(job_id, checkpoint["id"])["data"]
     for entry in files:
         path = target(out, entry["name"])
-        path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(path.name + ".part")
-        with partial.open("wb") as sink:
-            sha256 = client.download(entry["url"], sink)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with partial.open("wb") as sink:
+                sha256 = client.download(entry["url"], sink)
+        except OSError as e:
+            raise InputError(f"--out: cannot write {path}: {e.strerror}") from None
         if sha256 != entry["sha256"] or partial.stat().st_size != entry["size"]:
             partial.unlink()
             raise InputError(f"{entry['name']}: the download does not match its manifest")
