@@ -183,3 +183,28 @@ def export_curves(
         raise InputError("no job has two or more evals with scores in [0, 1] to export")
     write_curves(out, curves, source=f"rlguard platform at {os.environ['RLGUARD_URL']}")
     print(f"wrote {len(curves)} of {len(jobs)} jobs' curves to {out}")
+
+
+@jobs_app.command()
+def download(
+    job_id: str,
+    out: Annotated[Path, typer.Option(help="directory to write the checkpoint's files into")],
+    checkpoint: Annotated[str, typer.Option(help="best, or a step number")] = "best",
+    json_out: JsonOut = False,
+) -> None:
+    """Download a job's checkpoint (its best by eval, or a step), each file checked against
+    the sha256 the platform recorded."""
+    from rlguard.platform.download import download_checkpoint
+
+    got = _call(download_checkpoint, _client(), job_id, checkpoint, out)
+    if json_out:
+        print(json.dumps(got))
+        return
+    size = sum(f["size"] for f in got["files"])
+    print(f"step {got['step']}: {len(got['files'])} files, {size} bytes in {out}")
+
+
+@jobs_app.command()
+def delete(job_id: str, json_out: JsonOut = False) -> None:
+    """Delete a finished job: its checkpoints in the store and its records."""
+    _show(_call(_client().delete, job_id), json_out)

@@ -29,13 +29,16 @@ from typing import Any
 import ray
 
 from rlguard.platform.apiforward import ApiForward
+from rlguard.platform.artifacts import StoreUnavailable
 from rlguard.platform.client import JobReporter
 from rlguard.platform.joblimits import Cgroup, DiskWatch, set_rlimits
 from rlguard.platform.jobwatch import REPORT_RETRY_S, JobWatch
 from rlguard.platform.ray_head import NAMESPACE
 from rlguard.platform.sandbox import API_SOCKET, JobSandbox, bwrap_argv, gpu_nodes
+from rlguard.platform.uploader import BadCheckpointPath, upload_checkpoint
 
 PR_SET_PDEATHSIG = 1
+UPLOAD_TIMEOUT_S = 3600.0
 
 
 def _die_with_parent() -> None:
@@ -92,7 +95,7 @@ class JobProcess:
         grace_s: float = 30.0,
     ) -> None:
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-        self.sandbox, self.log_path = sandbox, log_path
+        self.sandbox, self.log_path, self.job_dir = sandbox, log_path, cwd
         self.forward: ApiForward | None = None
         self.cgroup: Cgroup | None = None
         self.watch: DiskWatch | None = None
@@ -169,6 +172,11 @@ class JobProcess:
 
     def pid(self) -> int:
         return self.process.pid
+
+    def upload_checkpoint(self, store_uri: str, reported: str, key: str, step: int) -> dict:
+        """On the job's node, outside its sandbox: the checkpoint it reported into the store
+        (uploader.py), so the job itself never holds the store's credentials."""
+        return upload_checkpoint(store_uri, self.job_dir, reported, key, step)
 
     def wait(self) -> int:
         """The exit code, once the job's process has exited and its watch has reported."""
@@ -337,6 +345,23 @@ class RayExecutor:
                 code = None
             out.append((refs[ref], code))
         return out
+
+    def upload(self, handle: RunHandle, store_uri: str, reported: str, key: str, step: int) -> None:
+        """Have the run's actor upload a checkpoint and seal it; returns once it is complete.
+        BadCheckpointPath for a path outside the job; StoreUnavailable for anything else."""
+        try:
+            ray.get(
+                handle.actor.upload_checkpoint.remote(store_uri, reported, key, step),
+                timeout=UPLOAD_TIMEOUT_S,
+            )
+        except ray.exceptions.RayTaskError as e:
+            if isinstance(e.cause, BadCheckpointPath):
+                raise e.cause from None
+            raise StoreUnavailable(
+                (str(e.cause) or type(e.cause).__name__).splitlines()[0]
+            ) from None
+        except (ray.exceptions.RayError, TimeoutError) as e:  # its actor is gone or stuck
+            raise StoreUnavailable(type(e).__name__) from None
 
     def stop(self, handle: RunHandle, grace_s: float) -> None:
         """Ask the run to stop (SIGTERM), SIGKILL after `grace_s`; returns at once."""

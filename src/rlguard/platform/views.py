@@ -73,9 +73,10 @@ def checkpoint_view(checkpoint: Checkpoint) -> dict[str, Any]:
         "job": checkpoint.job_id,
         "run": checkpoint.run_id,
         "step": checkpoint.step,
-        "path": checkpoint.path,
+        "path": checkpoint.path,  # relative to the job's directory
         "metrics": checkpoint.metrics,
         "is_best": checkpoint.is_best,
+        "stored": checkpoint.store_key is not None,  # its files can be downloaded
         "created_at": stamp(checkpoint.created_at),
     }
 
