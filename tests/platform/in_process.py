@@ -26,7 +26,7 @@ class RecordingExecutor:
     def capacity(self) -> int:
         return 2
 
-    def launch(self, run_id, argv, env, cwd, log_path, gpus, cpus, sandbox):  # type: ignore[no-untyped-def]
+    def launch(self, run_id, argv, env, cwd, log_path, gpus, cpus, sandbox, watch, grace_s):  # type: ignore[no-untyped-def]
         self.env[env["RLGUARD_JOB_ID"]] = env
         return run_id
 

@@ -160,3 +160,32 @@ def row_counts(url: str) -> dict[str, int]:
             return {t: c.execute(text(f'select count(*) from "{t}"')).scalar_one() for t in tables}
     finally:
         engine.dispose()
+
+
+def assert_replayed(job: dict, events: list[dict], decisions: list[dict]) -> None:
+    """The platform's decisions are the cluster stop rule's: a fresh EvalStop from the same
+    registry, fed the job's recorded eval events in order, decides exactly as it did live."""
+    import math
+
+    from rlguard.cluster.events import EvalEvent
+    from rlguard.cluster.registry import RULES, RuleParams
+
+    params = {k: job["stop_policy"][k] for k in ("k", "min_delta", "warmup")}
+    rule = RULES["evalstop"](RuleParams(**params))
+    live = {d["event_seq"]: (d["stop"], d["reason"]) for d in decisions}
+    for event in (e for e in events if e["type"] == "eval"):
+        data = event["data"]
+        replayed = rule.observe(
+            EvalEvent(
+                job_id=job["id"],
+                kind=job["job_kind"],
+                step=data["step"],
+                progress=data["progress"],
+                score=data["score"],
+                loss=math.nan if data["loss"] is None else data["loss"],
+                proxy=data["proxy"],
+            )
+        )
+        if event["seq"] in live:
+            assert (replayed.stop, replayed.reason) == live[event["seq"]]
+    assert len(live) == len([e for e in events if e["type"] == "eval"])

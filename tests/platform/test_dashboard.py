@@ -101,7 +101,13 @@ def test_jobs_table_follows_a_stopped_job_and_its_page_shows_why(live_server, pa
     assert evidence.count() == 4  # EvalStop k = 3 rests on its last 4 evals
     scores = [float(x) for x in evidence.locator("td:nth-child(3)").all_inner_texts()]
     assert scores == [0.60, 0.55, 0.50, 0.45]
-    assert page.locator("#checkpoints tr[data-best]").count() == 1
+    best_row = page.locator("#checkpoints tr[data-best]")
+    assert best_row.count() == 1
+    assert best_row.locator("td.path").inner_text() == f"output/weights-{best}"  # not the server's
+    best_row.get_by_role("button", name="files").click()
+    with page.expect_download() as download:
+        best_row.get_by_role("link", name=re.compile(f"^weights-{best} ")).click()
+    assert Path(download.value.path()).read_text() == str(HACKING[best - 1])  # from the store
     page.screenshot(path=str(_shots(tmp_path) / "dashboard-job-stopped.png"), full_page=True)
 
     page.goto(f"{server.url}/#/jobs/{rival_job['id']}")  # another tenant's job, by its id

@@ -5,7 +5,6 @@ checkpoint, and the job queued behind it gets its GPU at once; the healthy one s
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -13,11 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-from live_platform import RLGUARD, curve_command
+from live_platform import RLGUARD, assert_replayed, curve_command
 
 from rlguard.cluster.curve_file import read_curves
-from rlguard.cluster.events import EvalEvent
-from rlguard.cluster.registry import RULES, RuleParams
 
 pytestmark = pytest.mark.ray
 
@@ -111,26 +108,7 @@ def test_replaying_recorded_evals_reproduces_every_live_decision(finished):
     registry, fed the recorded eval events in order, decides exactly as it did live."""
     jobs, events, decisions, _, _, _ = finished
     for name, job in jobs.items():
-        rule = RULES["evalstop"](
-            RuleParams(**{k: job["stop_policy"][k] for k in ("k", "min_delta", "warmup")})
-        )
-        live = {d["event_seq"]: (d["stop"], d["reason"]) for d in decisions[name]}
-        for event in (e for e in events[name] if e["type"] == "eval"):
-            data = event["data"]
-            replayed = rule.observe(
-                EvalEvent(
-                    job_id=job["id"],
-                    kind=job["job_kind"],
-                    step=data["step"],
-                    progress=data["progress"],
-                    score=data["score"],
-                    loss=math.nan if data["loss"] is None else data["loss"],
-                    proxy=data["proxy"],
-                )
-            )
-            if event["seq"] in live:
-                assert (replayed.stop, replayed.reason) == live[event["seq"]]
-        assert len(live) == len([e for e in events[name] if e["type"] == "eval"])
+        assert_replayed(job, events[name], decisions[name])
 
 
 def test_event_history_is_complete_and_ordered(finished):

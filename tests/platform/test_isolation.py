@@ -31,6 +31,15 @@ pytestmark = pytest.mark.ray
 MISSING = "job-" + "0" * 24  # a well-formed id no job has
 REPORT = {"step": 999, "score": 0.0, "progress": 0.5}
 CHECKPOINT = {"step": 999, "path": "/tmp/planted"}
+WARNING = {"code": "no_eval_yet", "message": "forged by another tenant's job"}
+DELIVERY = {
+    "best_step": 1,
+    "best_score": 0.9,
+    "step": 1,
+    "path": "x",
+    "rule": "at_best_eval",
+    "reason": "forged by another tenant's job",
+}
 # B's job: dump its environment (its job token with it) where the test can read it, then idle.
 ENV_JOB = 'env > "$RLGUARD_OUTPUT_DIR/env"; sleep 600'
 
@@ -178,6 +187,8 @@ ATTEMPTS = [
     ("evals_with_api_key", "POST", "/v1/jobs/{job}/evals", REPORT, "key"),
     ("evals_with_own_token", "POST", "/v1/jobs/{job}/evals", REPORT, "token"),
     ("checkpoint_with_own_token", "POST", "/v1/jobs/{job}/checkpoints", CHECKPOINT, "token"),
+    ("warning_with_own_token", "POST", "/v1/jobs/{job}/warnings", WARNING, "token"),
+    ("delivery_with_own_token", "POST", "/v1/jobs/{job}/delivery", DELIVERY, "token"),
 ]
 
 

@@ -32,7 +32,7 @@ def _running_job(platform: Platform, **stop_policy) -> tuple[str, str]:
 
 
 def _report(reports: Reports, job_id: str, token: str, *scores_at: tuple[int, float]) -> list:
-    batch = [(job_id, token, EvalReport(step=s, score=x, progress=0.1)) for s, x in scores_at]
+    batch = [(job_id, token, EvalReport(step=s, score=x, progress=0.1), None) for s, x in scores_at]
     return reports.evals(batch)
 
 

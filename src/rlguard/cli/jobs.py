@@ -70,6 +70,10 @@ def submit(
     stop_rule: Annotated[str | None, typer.Option(help="override the stop rule")] = None,
     k: Annotated[int | None, typer.Option(help="override EvalStop's k")] = None,
     shadow: Annotated[bool, typer.Option(help="the rule only advises")] = False,
+    watch: Annotated[
+        str | None,
+        typer.Option(help="command jobs: a preset (verl, trl, ...) or a YAML watch spec file"),
+    ] = None,
     json_out: JsonOut = False,
 ) -> None:
     """Submit a train config or a command; prints the job (with its id)."""
@@ -86,7 +90,31 @@ def submit(
         body["estimate_s"] = estimate_s
     policy = {"rule": stop_rule, "k": k, "shadow": shadow}
     body["stop_policy"] = {key: v for key, v in policy.items() if v not in (None, False)}
+    if watch is not None:
+        body["watch"] = watch_option(watch)
     _show(_call(_client().submit, body), json_out)
+
+
+def watch_option(value: str) -> str | dict[str, Any]:
+    """--watch: a preset's name, or a YAML file with a watch spec (at its top, or under
+    `watch:`), checked here so a bad file is one line before anything is sent."""
+    from rlguard.platform.watchers import WatchSpec
+    from rlguard.platform.watchers.presets import PRESETS
+    from rlguard.train.config import load_yaml, parse_config
+
+    path = Path(value)
+    if not path.is_file():
+        if value in PRESETS:
+            return value
+        raise InputError(
+            f"option --watch: {value!r} is neither a preset ({', '.join(PRESETS)}) nor a file"
+        )
+    raw = load_yaml(path)
+    spec = raw["watch"] if set(raw) == {"watch"} else raw
+    if not isinstance(spec, dict):
+        raise InputError(f"{path}: watch: expected a mapping")
+    parse_config(WatchSpec, spec, path)
+    return spec
 
 
 @jobs_app.command("list")
@@ -155,3 +183,28 @@ def export_curves(
         raise InputError("no job has two or more evals with scores in [0, 1] to export")
     write_curves(out, curves, source=f"rlguard platform at {os.environ['RLGUARD_URL']}")
     print(f"wrote {len(curves)} of {len(jobs)} jobs' curves to {out}")
+
+
+@jobs_app.command()
+def download(
+    job_id: str,
+    out: Annotated[Path, typer.Option(help="directory to write the checkpoint's files into")],
+    checkpoint: Annotated[str, typer.Option(help="best, or a step number")] = "best",
+    json_out: JsonOut = False,
+) -> None:
+    """Download a job's checkpoint (its best by eval, or a step), each file checked against
+    the sha256 the platform recorded."""
+    from rlguard.platform.download import download_checkpoint
+
+    got = _call(download_checkpoint, _client(), job_id, checkpoint, out)
+    if json_out:
+        print(json.dumps(got))
+        return
+    size = sum(f["size"] for f in got["files"])
+    print(f"step {got['step']}: {len(got['files'])} files, {size} bytes in {out}")
+
+
+@jobs_app.command()
+def delete(job_id: str, json_out: JsonOut = False) -> None:
+    """Delete a finished job: its checkpoints in the store and its records."""
+    _show(_call(_client().delete, job_id), json_out)

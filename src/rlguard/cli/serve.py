@@ -46,6 +46,16 @@ def serve(
     job_pids: Annotated[int, typer.Option(min=16, help="processes and threads per job")] = 4096,
     job_disk_mb: Annotated[int, typer.Option(min=1, help="a job directory's size limit")] = 51200,
     job_tmp_mb: Annotated[int, typer.Option(min=1, help="a job's /tmp and /dev/shm")] = 1024,
+    storage: Annotated[
+        str | None,
+        typer.Option(
+            help="artifact store: PATH, file:///PATH or s3://BUCKET/PREFIX "
+            "[default: DATA_DIR/artifacts]"
+        ),
+    ] = None,
+    keep_last: Annotated[
+        int, typer.Option(min=1, help="checkpoints a job keeps in the store besides its best")
+    ] = 2,
 ) -> None:
     """Run the platform: HTTP API, scheduler and Ray executor (Ctrl-C stops it gracefully)."""
     from rlguard.cluster.registry import BASES, RuleParams
@@ -59,6 +69,9 @@ def serve(
     params = validated(RuleParams, k=k, min_delta=min_delta, warmup=warmup)
     mounts = [parse_mount(m) for m in mount or []]
     check_mounts(mounts, data_dir)
+    from rlguard.platform.artifacts import ArtifactStore, default_uri
+
+    ArtifactStore(storage or default_uri(data_dir)).check()  # one line and exit 2 if not
     problem = None if single_tenant else host_problem()
     if problem:
         raise InputError(
@@ -88,6 +101,8 @@ def serve(
         mounts=tuple(mounts),
         single_tenant=single_tenant,
         limits=Defaults(job_memory_mb, job_pids, job_disk_mb, job_tmp_mb),
+        storage=storage,
+        keep_last=keep_last,
     )
     run_server(cfg)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -23,8 +24,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rlguard.errors import InputError
 from rlguard.platform import states
+from rlguard.platform.artifacts import StoredCheckpoint, StoreUnavailable
 from rlguard.platform.dashboard import mount_dashboard
 from rlguard.platform.db import ApiKey, Checkpoint, DecisionRecord, Event, Job, Run, Tenant
+from rlguard.platform.deposits import Deposits
 from rlguard.platform.errors import (
     ApiError,
     BodyLimit,
@@ -32,14 +35,23 @@ from rlguard.platform.errors import (
     on_http_error,
     on_unexpected_error,
     on_validation_error,
+    store_unavailable,
 )
 from rlguard.platform.ingest import EvalIngest
 from rlguard.platform.jobspec import input_error_field
 from rlguard.platform.keys import digest
-from rlguard.platform.schemas import CheckpointReport, EvalReport, JobCreate
+from rlguard.platform.schemas import (
+    CheckpointReport,
+    DeliveryReport,
+    EvalReport,
+    JobCreate,
+    WatchWarningReport,
+)
 from rlguard.platform.service import Conflict, NotFound, Platform, Unauthorized
+from rlguard.platform.uploader import BadCheckpointPath
 from rlguard.platform.usage import cluster_view, occupancy_view, usage_view
 from rlguard.platform.views import checkpoint_view, decision_view, event_view, job_view, page
+from rlguard.platform.watch_reports import WatchReports
 
 MAX_PAGE = 1000
 JobStatus = Literal[
@@ -153,9 +165,13 @@ def _job_views(s: Session, platform: Platform, jobs: list[Job]) -> list[dict[str
     ]
 
 
-def create_app(platform: Platform, ingest: EvalIngest) -> FastAPI:
+def create_app(platform: Platform, ingest: EvalIngest, deposits: Deposits) -> FastAPI:
+    from rlguard.platform.api_artifacts import router as artifact_routes  # it imports this module
+
     app = FastAPI(title="rlguard platform", version="1", docs_url=None, redoc_url=None)
-    app.state.platform = platform
+    app.state.platform, app.state.deposits = platform, deposits
+    app.include_router(artifact_routes)
+    reports = WatchReports(platform)  # watchers' warnings and deliveries
     app.add_middleware(BodyLimit)
     app.add_exception_handler(ApiError, on_api_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
@@ -316,11 +332,39 @@ def create_app(platform: Platform, ingest: EvalIngest) -> FastAPI:
     def _job_token(request: Request) -> str:
         return _bearer(request)
 
+    def _deposit(job_id: str, token: str, step: int, path: str, field: str) -> StoredCheckpoint:
+        """The reported checkpoint, in the artifact store before anything records it."""
+        try:
+            return deposits.deposit(job_id, token, step, path)
+        except BadCheckpointPath as e:
+            message = str(e).replace("path:", f"{field}:", 1)
+            raise ApiError(422, message, "invalid_value", field) from None
+        except StoreUnavailable as e:
+            raise store_unavailable(e) from None
+
     @app.post("/v1/jobs/{job_id}/evals")
     async def report_eval(job_id: str, body: EvalReport, request: Request) -> dict[str, Any]:
-        future = ingest.submit(job_id, _job_token(request), body)
+        token, stored = _job_token(request), None
         try:
-            return await asyncio.wrap_future(future)
+            if body.checkpoint is not None:
+                args = (job_id, token, body.step, body.checkpoint, "checkpoint")
+                stored = await asyncio.to_thread(_deposit, *args)
+                body = body.model_copy(update={"checkpoint": stored.name})
+            answer = await asyncio.wrap_future(ingest.submit(job_id, token, body, stored))
+        except Unauthorized:
+            raise ApiError(401, "invalid job token for this job", "invalid_job_token") from None
+        except Conflict as e:
+            raise ApiError(409, str(e), "job_not_running") from None
+        if stored is not None:
+            await asyncio.to_thread(deposits.retain, job_id)
+        return answer
+
+    def _job_report(
+        report: Callable[[str, str, Any], None], job_id: str, body: Any, request: Request
+    ) -> None:
+        """Store one of a running job's reports, its refusals in the API's shape."""
+        try:
+            report(job_id, _job_token(request), body)
         except Unauthorized:
             raise ApiError(401, "invalid job token for this job", "invalid_job_token") from None
         except Conflict as e:
@@ -328,13 +372,25 @@ def create_app(platform: Platform, ingest: EvalIngest) -> FastAPI:
 
     @app.post("/v1/jobs/{job_id}/checkpoints", status_code=201)
     def report_checkpoint(job_id: str, body: CheckpointReport, request: Request) -> dict[str, Any]:
-        try:
-            ingest.reports.checkpoint(job_id, _job_token(request), body)
-        except Unauthorized:
-            raise ApiError(401, "invalid job token for this job", "invalid_job_token") from None
-        except Conflict as e:
-            raise ApiError(409, str(e), "job_not_running") from None
+        def store_then_record(job_id: str, token: str, body: CheckpointReport) -> None:
+            stored = _deposit(job_id, token, body.step, body.path, "path")
+            ingest.reports.checkpoint(job_id, token, body, stored)
+
+        _job_report(store_then_record, job_id, body, request)
+        deposits.retain(job_id)
         return {"object": "job.checkpoint.ack", "job": job_id, "step": body.step}
+
+    @app.post("/v1/jobs/{job_id}/warnings", status_code=201)
+    def report_warning(job_id: str, body: WatchWarningReport, request: Request) -> dict[str, Any]:
+        """A watcher's warning about the job's files (watch_reports.py)."""
+        _job_report(reports.warning, job_id, body, request)
+        return {"object": "job.warning.ack", "job": job_id, "code": body.code}
+
+    @app.post("/v1/jobs/{job_id}/delivery", status_code=201)
+    def report_delivery(job_id: str, body: DeliveryReport, request: Request) -> dict[str, Any]:
+        """The checkpoint a watcher delivers for the job's best eval (watch_reports.py)."""
+        _job_report(reports.delivery, job_id, body, request)
+        return {"object": "job.delivery.ack", "job": job_id, "step": body.step}
 
     @app.get("/v1/usage")
     def usage(who: Reader) -> dict[str, Any]:

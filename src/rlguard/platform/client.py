@@ -21,6 +21,9 @@ from rlguard.cluster.events import CONTINUE, Decision, EvalEvent
 from rlguard.cluster.stopping.base import StopRule
 
 RETRY_S = 300.0
+CHECKPOINT_WAIT_S = 3600.0
+"""How long a report carrying a checkpoint waits for its answer: the platform answers once the
+checkpoint is uploaded to its store (a 1 GB checkpoint to object storage takes a while)."""
 
 
 class PlatformError(RuntimeError):
@@ -115,6 +118,28 @@ class Client:
     def checkpoints(self, job_id: str) -> dict[str, Any]:
         return _checked(self.http.get(f"/v1/jobs/{job_id}/checkpoints"))
 
+    def checkpoint_files(self, job_id: str, checkpoint_id: str) -> dict[str, Any]:
+        """A stored checkpoint's files: name (relative to it), size, sha256, url."""
+        return _checked(self.http.get(f"/v1/jobs/{job_id}/checkpoints/{checkpoint_id}/files"))
+
+    def download(self, url: str, sink: Any) -> str:
+        """Stream one file of a checkpoint (its `url`) into `sink`; the bytes' sha256."""
+        import hashlib
+
+        digest = hashlib.sha256()
+        with self.http.stream("GET", url, timeout=httpx.Timeout(30.0, read=None)) as response:
+            if response.status_code >= 400:
+                response.read()
+                _checked(response)
+            for chunk in response.iter_bytes(1 << 20):
+                digest.update(chunk)
+                sink.write(chunk)
+        return digest.hexdigest()
+
+    def delete(self, job_id: str) -> dict[str, Any]:
+        """Delete a finished job: its artifacts and its records."""
+        return _checked(self.http.delete(f"/v1/jobs/{job_id}"))
+
     def decisions(self, job_id: str) -> dict[str, Any]:
         return _checked(self.http.get(f"/v1/jobs/{job_id}/decisions"))
 
@@ -161,13 +186,15 @@ class JobReporter:
             env["RLGUARD_URL"], env["RLGUARD_JOB_ID"], env["RLGUARD_JOB_TOKEN"], socket=socket
         )
 
-    def _post(self, path: str, body: dict[str, Any]) -> Any:
-        """POST, retrying while the server is unreachable or restarting (5xx)."""
+    def _post(self, path: str, body: dict[str, Any], timeout: float | None = None) -> Any:
+        """POST, retrying while the server is unreachable or restarting, or its artifact store
+        is (5xx)."""
         deadline = time.monotonic() + self.retry_s
         delay = 0.2
+        wait = {} if timeout is None else {"timeout": timeout}
         while True:
             try:
-                response = self.http.post(path, json=body)
+                response = self.http.post(path, json=body, **wait)
                 if response.status_code < 500:
                     return _checked(response)
             except httpx.TransportError:
@@ -197,11 +224,21 @@ class JobReporter:
             "kl": kl,
             "checkpoint": checkpoint,
         }
-        return self._post(f"/v1/jobs/{self.job_id}/evals", body)
+        wait = None if checkpoint is None else CHECKPOINT_WAIT_S
+        return self._post(f"/v1/jobs/{self.job_id}/evals", body, wait)
 
     def checkpoint(self, step: int, path: str, metrics: dict[str, float] | None = None) -> None:
         body = {"step": step, "path": path, "metrics": metrics or {}}
-        self._post(f"/v1/jobs/{self.job_id}/checkpoints", body)
+        self._post(f"/v1/jobs/{self.job_id}/checkpoints", body, CHECKPOINT_WAIT_S)
+
+    def warning(self, code: str, message: str, data: dict[str, Any] | None = None) -> None:
+        """A warning event on the job (a watcher's: a tag never seen, a NaN, ...)."""
+        body = {"code": code, "message": message, "data": data or {}}
+        self._post(f"/v1/jobs/{self.job_id}/warnings", body)
+
+    def delivery(self, delivery: dict[str, Any]) -> None:
+        """The checkpoint delivered for the best eval: a watcher's `Delivery`, as a dict."""
+        self._post(f"/v1/jobs/{self.job_id}/delivery", delivery)
 
 
 class PlatformRule(StopRule):

@@ -113,7 +113,8 @@ class Checkpoint(Base):
     job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"), index=True)
     run_id: Mapped[str] = mapped_column(String(40))
     step: Mapped[int] = mapped_column(Integer)
-    path: Mapped[str] = mapped_column(String(1000))
+    path: Mapped[str] = mapped_column(String(1000))  # relative to the job's directory
+    store_key: Mapped[str | None] = mapped_column(String(400), nullable=True)  # None: not held
     metrics: Mapped[dict[str, Any]] = mapped_column()
     is_best: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[float] = mapped_column(Float)

@@ -113,3 +113,9 @@ class _TooLarge(StarletteHTTPException):
 
     def __init__(self, limit: int) -> None:
         super().__init__(413, f"the request body exceeds {limit} bytes")
+
+
+def store_unavailable(error: Exception) -> ApiError:
+    """503 when the artifact store cannot be reached: a job's client retries its report (and
+    nothing is recorded meanwhile), a tenant tries again later."""
+    return ApiError(503, f"the artifact store is unavailable: {error}", "store_unavailable")

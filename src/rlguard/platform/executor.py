@@ -7,7 +7,8 @@ log file and `CUDA_VISIBLE_DEVICES` is as Ray assigned it. The actor is named af
 detached, so it survives a restart of the server, which finds it again by name (`reattach`); a
 second actor of the same name cannot exist, so a run never runs twice. Stopping is cooperative
 first (SIGTERM: a trainer checkpoints and exits), then SIGKILL after the grace period; killing
-the actor frees its resources in Ray at once.
+the actor frees its resources in Ray at once. A watched job (a `watch` spec) has its watcher as a
+thread of the actor (jobwatch.py): outside the sandbox, reading the job's directory.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,11 +29,16 @@ from typing import Any
 import ray
 
 from rlguard.platform.apiforward import ApiForward
+from rlguard.platform.artifacts import StoreUnavailable
+from rlguard.platform.client import JobReporter
 from rlguard.platform.joblimits import Cgroup, DiskWatch, set_rlimits
+from rlguard.platform.jobwatch import REPORT_RETRY_S, JobWatch
 from rlguard.platform.ray_head import NAMESPACE
 from rlguard.platform.sandbox import API_SOCKET, JobSandbox, bwrap_argv, gpu_nodes
+from rlguard.platform.uploader import BadCheckpointPath, upload_checkpoint
 
 PR_SET_PDEATHSIG = 1
+UPLOAD_TIMEOUT_S = 3600.0
 
 
 def _die_with_parent() -> None:
@@ -84,12 +91,16 @@ class JobProcess:
         cwd: str,
         log_path: str,
         sandbox: JobSandbox | None = None,
+        watch: dict[str, Any] | None = None,
+        grace_s: float = 30.0,
     ) -> None:
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-        self.sandbox, self.log_path = sandbox, log_path
+        self.sandbox, self.log_path, self.job_dir = sandbox, log_path, cwd
         self.forward: ApiForward | None = None
         self.cgroup: Cgroup | None = None
         self.watch: DiskWatch | None = None
+        # built first: a spec that no longer validates fails the launch before the job starts
+        self.job_watch = None if watch is None else self._job_watch(watch, env, cwd, grace_s)
         try:
             preexec = self._confine(argv, env, cwd) if sandbox else _die_with_parent
             if sandbox:
@@ -112,6 +123,25 @@ class JobProcess:
             raise
         if self.watch is not None:
             self.watch.start()
+        if self.job_watch is not None:
+            self.job_watch.start()
+
+    def _job_watch(
+        self, spec: dict[str, Any], env: dict[str, str], cwd: str, grace_s: float
+    ) -> JobWatch:
+        """The job's watcher (jobwatch.py): it reports with the run's token and stops the job
+        the way a cancel does."""
+        reporter = JobReporter(
+            env["RLGUARD_URL"],
+            env["RLGUARD_JOB_ID"],
+            env["RLGUARD_JOB_TOKEN"],
+            retry_s=REPORT_RETRY_S,
+        )
+
+        def stop_job() -> None:
+            threading.Thread(target=self.terminate, args=(grace_s,), daemon=True).start()
+
+        return JobWatch(spec, cwd, reporter, stop_job, self.log_path)
 
     def _confine(self, argv: list[str], env: dict[str, str], cwd: str):  # type: ignore[no-untyped-def]
         """Set up the run's socket, cgroup and disk watch; the child's pre-exec step."""
@@ -143,8 +173,16 @@ class JobProcess:
     def pid(self) -> int:
         return self.process.pid
 
+    def upload_checkpoint(self, store_uri: str, reported: str, key: str, step: int) -> dict:
+        """On the job's node, outside its sandbox: the checkpoint it reported into the store
+        (uploader.py), so the job itself never holds the store's credentials."""
+        return upload_checkpoint(store_uri, self.job_dir, reported, key, step)
+
     def wait(self) -> int:
+        """The exit code, once the job's process has exited and its watch has reported."""
         code = self.process.wait()
+        if self.job_watch is not None:
+            self.job_watch.finish()
         self._clean()
         return code
 
@@ -272,6 +310,8 @@ class RayExecutor:
         gpus: int,
         cpus: float,
         sandbox: JobSandbox | None = None,
+        watch: dict[str, Any] | None = None,
+        grace_s: float = 30.0,
     ) -> RunHandle:
         actor = self._actor.options(
             name=actor_name(run_id),
@@ -280,7 +320,7 @@ class RayExecutor:
             num_cpus=cpus,
             max_concurrency=4,
             max_restarts=0,
-        ).remote(argv, env, str(cwd), str(log_path), sandbox)
+        ).remote(argv, env, str(cwd), str(log_path), sandbox, watch, grace_s)
         return RunHandle(run_id, actor, actor.wait.remote())
 
     def reattach(self, run_id: str) -> RunHandle | None:
@@ -305,6 +345,23 @@ class RayExecutor:
                 code = None
             out.append((refs[ref], code))
         return out
+
+    def upload(self, handle: RunHandle, store_uri: str, reported: str, key: str, step: int) -> None:
+        """Have the run's actor upload a checkpoint and seal it; returns once it is complete.
+        BadCheckpointPath for a path outside the job; StoreUnavailable for anything else."""
+        try:
+            ray.get(
+                handle.actor.upload_checkpoint.remote(store_uri, reported, key, step),
+                timeout=UPLOAD_TIMEOUT_S,
+            )
+        except ray.exceptions.RayTaskError as e:
+            if isinstance(e.cause, BadCheckpointPath):
+                raise e.cause from None
+            raise StoreUnavailable(
+                (str(e.cause) or type(e.cause).__name__).splitlines()[0]
+            ) from None
+        except (ray.exceptions.RayError, TimeoutError) as e:  # its actor is gone or stuck
+            raise StoreUnavailable(type(e).__name__) from None
 
     def stop(self, handle: RunHandle, grace_s: float) -> None:
         """Ask the run to stop (SIGTERM), SIGKILL after `grace_s`; returns at once."""

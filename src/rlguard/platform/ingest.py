@@ -16,25 +16,28 @@ import threading
 from concurrent.futures import Future
 from typing import Any
 
+from rlguard.platform.artifacts import StoredCheckpoint
 from rlguard.platform.reports import Reports
 from rlguard.platform.schemas import EvalReport
 
 log = logging.getLogger(__name__)
 MAX_BATCH = 256
+Item = tuple[str, str, EvalReport, StoredCheckpoint | None, Future]
 
 
 class EvalIngest(threading.Thread):
     def __init__(self, reports: Reports) -> None:
         super().__init__(name="rlguard-ingest", daemon=True)
         self.reports = reports
-        self._queue: queue.SimpleQueue[tuple[str, str, EvalReport, Future] | None] = (
-            queue.SimpleQueue()
-        )
+        self._queue: queue.SimpleQueue[Item | None] = queue.SimpleQueue()
 
-    def submit(self, job_id: str, token: str, report: EvalReport) -> Future:
-        """A future of the job's answer (or of its refusal, raised)."""
+    def submit(
+        self, job_id: str, token: str, report: EvalReport, stored: StoredCheckpoint | None = None
+    ) -> Future:
+        """A future of the job's answer (or of its refusal, raised); `stored`: the eval's
+        checkpoint, already in the artifact store."""
         future: Future[dict[str, Any]] = Future()
-        self._queue.put((job_id, token, report, future))
+        self._queue.put((job_id, token, report, stored, future))
         return future
 
     def stop(self) -> None:
@@ -58,9 +61,9 @@ class EvalIngest(threading.Thread):
                 batch.append(more)
             self._commit(batch)
 
-    def _commit(self, batch: list[tuple[str, str, EvalReport, Future]]) -> None:
+    def _commit(self, batch: list[Item]) -> None:
         try:
-            answers = self.reports.evals([(j, t, r) for j, t, r, _ in batch])
+            answers = self.reports.evals([item[:4] for item in batch])
         except Exception as error:  # the batch did not commit: nothing of it was stored
             log.exception("an eval batch failed")
             for *_, future in batch:

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from rlguard.cluster.events import Decision, EvalEvent
 from rlguard.platform import states
+from rlguard.platform.artifacts import StoredCheckpoint
 from rlguard.platform.db import Checkpoint, DecisionRecord, Event, Job
 from rlguard.platform.keys import new_id, same_digest
 from rlguard.platform.rules import evidence
@@ -87,29 +88,32 @@ class Reports:
         self.platform = platform
 
     @staticmethod
-    def _reporting_job(job: Job | None, job_id: str, token: str) -> Job:
+    def reporting_job(job: Job | None, job_id: str, token: str) -> Job:
         if job is None or job.token_digest is None or not same_digest(token, job.token_digest):
             raise Unauthorized(job_id)
         if job.status not in states.ON_GPUS:
             raise Conflict(f"job {job_id} is {job.status}: it takes no reports")
         return job
 
-    def evals(self, reports: list[tuple[str, str, EvalReport]]) -> list[dict[str, Any] | Exception]:
+    def evals(
+        self, reports: list[tuple[str, str, EvalReport, StoredCheckpoint | None]]
+    ) -> list[dict[str, Any] | Exception]:
         """Store a batch of evals in one transaction (group commit), each once per (job, step),
         decided by its job's stop rule in arrival order; the answers (or the refusals) in order.
-        Nothing is answered before the batch is committed."""
+        Nothing is answered before the batch is committed. An eval's checkpoint is recorded
+        only as stored (deposits.py uploaded it first)."""
         answers: list[dict[str, Any] | Exception] = []
         observed: list[tuple[str, EvalReport]] = []
         with self.platform.lock:
             try:
                 with self.platform.store.transaction() as s, s.no_autoflush:
-                    ids = {job_id for job_id, _, _ in reports}
+                    ids = {job_id for job_id, *_ in reports}
                     batch = _Batch(
                         s, {j.id: j for j in s.scalars(select(Job).where(Job.id.in_(ids)))}
                     )
-                    for job_id, token, report in reports:
+                    for job_id, token, report, stored in reports:
                         try:
-                            answer = self._ingest(batch, job_id, token, report, observed)
+                            answer = self._ingest(batch, job_id, token, report, stored, observed)
                         except (Unauthorized, Conflict) as refused:
                             answer = refused
                         answers.append(answer)
@@ -130,9 +134,10 @@ class Reports:
         job_id: str,
         token: str,
         report: EvalReport,
+        stored: StoredCheckpoint | None,
         observed: list[tuple[str, EvalReport]],
     ) -> dict[str, Any]:
-        job = self._reporting_job(batch.jobs.get(job_id), job_id, token)
+        job = self.reporting_job(batch.jobs.get(job_id), job_id, token)
         active = self.platform.active_job(job_id)
         if report.step in active.eval_steps:  # a re-sent report (a retry, or a resumed run)
             return self._answer(job, *self._stored(batch, job.id, report.step), duplicate=True)
@@ -140,9 +145,9 @@ class Reports:
             job, "eval", report.model_dump(mode="json"), dedup=f"eval:{report.step}"
         )
         batch.events.append(event)
-        if report.checkpoint is not None:
+        if stored is not None:
             metrics = self._eval_metrics(report)
-            self._add_checkpoint(batch.session, job, report.step, report.checkpoint, metrics)
+            self._add_checkpoint(batch.session, job, report.step, stored, metrics)
         active.eval_seqs.append(event["seq"])
         active.eval_steps.add(report.step)
         observed.append((job_id, report))
@@ -219,22 +224,24 @@ class Reports:
             "decision": decision,
         }
 
-    def checkpoint(self, job_id: str, token: str, report: CheckpointReport) -> None:
+    def checkpoint(
+        self, job_id: str, token: str, report: CheckpointReport, stored: StoredCheckpoint
+    ) -> None:
         with self.platform.lock, self.platform.store.transaction() as s:
-            job = self._reporting_job(s.get(Job, job_id), job_id, token)
+            job = self.reporting_job(s.get(Job, job_id), job_id, token)
             metrics = dict(report.metrics)
             if "eval" not in metrics:  # the eval of the same step, if the job reported one
-                stored = s.scalar(
+                same_step = s.scalar(
                     select(Event).where(
                         Event.job_id == job_id, Event.dedup == f"eval:{report.step}"
                     )
                 )
-                if stored is not None:
-                    metrics["eval"] = stored.data["score"]
-            self._add_checkpoint(s, job, report.step, report.path, metrics)
+                if same_step is not None:
+                    metrics["eval"] = same_step.data["score"]
+            self._add_checkpoint(s, job, report.step, stored, metrics)
 
     def _add_checkpoint(
-        self, s: Session, job: Job, step: int, path: str, metrics: dict[str, float]
+        self, s: Session, job: Job, step: int, stored: StoredCheckpoint, metrics: dict[str, float]
     ) -> None:
         """Record a checkpoint once per step; the best by eval score is the one delivered."""
         if s.scalar(select(Checkpoint).where(Checkpoint.job_id == job.id, Checkpoint.step == step)):
@@ -245,13 +252,14 @@ class Reports:
             job_id=job.id,
             run_id=active.run_id or "",
             step=step,
-            path=path,
+            path=stored.name,
+            store_key=stored.key,
             metrics=metrics,
             is_best=False,
             created_at=time.time(),
         )
         s.add(checkpoint)
-        data = {"checkpoint": checkpoint.id, "step": step, "path": path}
+        data = {"checkpoint": checkpoint.id, "step": step, "path": stored.name}
         self.platform.append(s, job, "checkpoint", data)
         score = metrics.get("eval")
         if score is not None and score > active.best_eval:

@@ -6,9 +6,12 @@ Responses are plain dicts built in `views.py`, in the shapes docs/platform.md li
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from rlguard.platform.watchers import WatchSpec
+from rlguard.platform.watchers.checkpoints import RULES as DELIVERY_RULES
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 Step = Annotated[int, Field(ge=0, le=2**31 - 1)]  # a 32-bit INTEGER column on PostgreSQL
@@ -51,6 +54,17 @@ class JobCreate(Strict):
     estimate_s: Finite | None = Field(None, gt=0, description="the user's runtime estimate")
     env: dict[str, str] = Field(default_factory=dict, description="command jobs: extra variables")
     stop_policy: StopPolicy = Field(default_factory=StopPolicy)
+    watch: WatchSpec | None = Field(
+        None,
+        description="command jobs: where the job's framework logs evals and saves checkpoints "
+        "(a preset name, or a spec: docs/watchers.md); a watcher beside the job reports them",
+    )
+
+    @field_validator("watch", mode="before")
+    @classmethod
+    def _preset_name(cls, watch: Any) -> Any:
+        """A bare preset name is the preset with its default source."""
+        return {"preset": watch} if isinstance(watch, str) else watch
 
     @field_validator("command")
     @classmethod
@@ -75,6 +89,8 @@ class JobCreate(Strict):
             raise ValueError("give exactly one of config or command")
         if self.config is not None and (self.kind is not None or self.env):
             raise ValueError("kind and env are for command jobs (a train job's kind is its stage)")
+        if self.config is not None and self.watch is not None:
+            raise ValueError("watch is for command jobs (a train job reports its own evals)")
         return self
 
 
@@ -96,3 +112,22 @@ class CheckpointReport(Strict):
     step: Step
     path: Text = Field(min_length=1, max_length=1000)
     metrics: dict[str, Finite] = Field(default_factory=dict)
+
+
+class WatchWarningReport(Strict):
+    """Something a job's watcher wants its owner to hear (a tag never seen, a NaN, ...)."""
+
+    code: str = Field(pattern=r"^[a-z_]{1,40}$")
+    message: Text = Field(max_length=2000)
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class DeliveryReport(Strict):
+    """The checkpoint a watcher delivers for the job's best eval, and the rule that chose it."""
+
+    best_step: Step | None
+    best_score: Finite | None
+    step: Step | None
+    path: Text | None = Field(max_length=1000)
+    rule: Literal[DELIVERY_RULES]  # type: ignore[valid-type]
+    reason: Text = Field(max_length=2000)

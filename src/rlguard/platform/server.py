@@ -23,6 +23,8 @@ import uvicorn
 from rlguard.cluster.registry import RuleParams, build_policy
 from rlguard.platform import states
 from rlguard.platform.api import create_app
+from rlguard.platform.artifacts import ArtifactStore, default_uri
+from rlguard.platform.deposits import Deposits
 from rlguard.platform.executor import RayExecutor
 from rlguard.platform.ingest import EvalIngest
 from rlguard.platform.jobview import Defaults, JobViews
@@ -54,14 +56,21 @@ class ServeConfig:
     mounts: tuple[Mount, ...] = ()
     single_tenant: bool = False  # run jobs unsandboxed (the operator's explicit choice)
     limits: Defaults = field(default_factory=Defaults)
+    storage: str | None = None  # the artifact store's URI [default: a directory in data_dir]
+    keep_last: int = 2  # checkpoints kept in the store besides the best
+
+    @property
+    def storage_uri(self) -> str:
+        return self.storage or default_uri(self.data_dir)
 
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
 
-def start_platform(cfg: ServeConfig) -> tuple[Platform, SchedulerLoop, EvalIngest]:
+def start_platform(cfg: ServeConfig) -> tuple[Platform, SchedulerLoop, EvalIngest, Deposits]:
     """Everything but the HTTP server: what tests and the demo also start in-process."""
+    artifacts = ArtifactStore(cfg.storage_uri)  # `rlguard serve` checked that it can use it
     policy = build_policy(cfg.policy, cfg.policy_args)
     rules = StopRules(policy, cfg.stop_rule, cfg.rule_params)
     cfg.data_dir.mkdir(parents=True, exist_ok=True)
@@ -80,7 +89,7 @@ def start_platform(cfg: ServeConfig) -> tuple[Platform, SchedulerLoop, EvalInges
     loop, ingest = SchedulerLoop(platform), EvalIngest(Reports(platform))
     loop.start()
     ingest.start()
-    return platform, loop, ingest
+    return platform, loop, ingest, Deposits(platform, artifacts, cfg.keep_last)
 
 
 def stop_platform(
@@ -109,8 +118,8 @@ def stop_platform(
 
 def serve(cfg: ServeConfig) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    platform, loop, ingest = start_platform(cfg)
-    app = create_app(platform, ingest)
+    platform, loop, ingest, deposits = start_platform(cfg)
+    app = create_app(platform, ingest, deposits)
     # What the server has built so far (Ray, torch, SQLAlchemy, the app) lives as long as it
     # does: out of the collector's sight, a full collection no longer walks it. Measured under
     # load (benchmarks/bench_platform.py, 16 reporters): 8 full collections in 10 s, each
@@ -118,10 +127,11 @@ def serve(cfg: ServeConfig) -> None:
     gc.freeze()
     server = uvicorn.Server(uvicorn.Config(app, host=cfg.host, port=cfg.port, log_level="warning"))
     log.info(
-        "serving on %s (policy %s; jobs sandboxed: %s)",
+        "serving on %s (policy %s; jobs sandboxed: %s; artifacts in %s)",
         cfg.url,
         platform.rules.scheduler.name,
         platform.views.label,
+        cfg.storage_uri,
     )
     try:
         server.run()

@@ -352,6 +352,8 @@ class Platform:
                 active.gpus,
                 active.cpus,
                 sandbox,
+                job.spec.get("watch"),
+                self.grace_s,
             )
         except Exception:  # Ray refused the actor: the run is lost, as if it had died at once
             log.exception("launching %s failed", run.id)

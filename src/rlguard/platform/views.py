@@ -21,7 +21,9 @@ def job_view(
     attempts: int,
 ) -> dict[str, Any]:
     body = (
-        {"config": job.spec["config"]} if job.kind == "train" else {"command": job.spec["command"]}
+        {"config": job.spec["config"]}
+        if job.kind == "train"
+        else {"command": job.spec["command"], "watch": job.spec.get("watch")}
     )
     return {
         "object": "job",
@@ -71,9 +73,10 @@ def checkpoint_view(checkpoint: Checkpoint) -> dict[str, Any]:
         "job": checkpoint.job_id,
         "run": checkpoint.run_id,
         "step": checkpoint.step,
-        "path": checkpoint.path,
+        "path": checkpoint.path,  # relative to the job's directory
         "metrics": checkpoint.metrics,
         "is_best": checkpoint.is_best,
+        "stored": checkpoint.store_key is not None,  # its files can be downloaded
         "created_at": stamp(checkpoint.created_at),
     }
 

@@ -19,7 +19,7 @@ export async function showJob(view, { api }, id) {
   const decisions = el("section", { id: "decision" });
   const log = el("pre", { id: "log", class: "log", tabindex: 0, "aria-label": "Log tail" });
   view.append(header, chartBox, decisions,
-    el("section", {}, el("h2", { text: "Checkpoints" }), checkpointTable(checkpoints)),
+    el("section", {}, el("h2", { text: "Checkpoints" }), checkpointTable(checkpoints, api, id)),
     el("section", {}, el("h2", { text: "Log" }), log));
 
   const drawHeader = () => header.replaceChildren(
@@ -150,13 +150,27 @@ function decisionView(decision, evals) {
         el("td", { class: "num", text: score(e.data.proxy) }))))));
 }
 
-function checkpointTable(checkpoints) {
+// Names relative to the job's directory (never a server path); a stored checkpoint's files are
+// listed on demand and each one downloads with the key (a plain link cannot send it).
+function checkpointTable(checkpoints, api, jobId) {
   if (!checkpoints.length) return el("p", { class: "muted", text: "No checkpoints." });
   return el("table", { id: "checkpoints" },
-    el("thead", {}, el("tr", {}, ...["step", "eval", "path", ""].map(
+    el("thead", {}, el("tr", {}, ...["step", "eval", "name", "", "files"].map(
       (h) => el("th", { scope: "col", text: h })))),
     el("tbody", {}, ...checkpoints.map((c) => el("tr", { "data-best": c.is_best ? "true" : null },
       el("td", { text: c.step }), el("td", { class: "num", text: score(c.metrics.eval) }),
       el("td", { class: "path", text: c.path }),
-      el("td", { text: c.is_best ? "delivered (best by eval)" : "" })))));
+      el("td", { text: c.is_best ? "delivered (best by eval)" : "" }),
+      el("td", {}, c.stored ? filesCell(api, jobId, c) : el("span", { class: "muted", text: "pruned" }))))));
+}
+
+function filesCell(api, jobId, checkpoint) {
+  const save = (f) => (event) => { event.preventDefault(); api.download(f.url, f.name); };
+  const list = async () => {
+    const files = (await api.get(`/v1/jobs/${jobId}/checkpoints/${checkpoint.id}/files`)).data;
+    cell.replaceChildren(el("ul", {}, ...files.map((f) => el("li", {},
+      el("a", { href: f.url, text: `${f.name} (${f.size} B)`, onclick: save(f) })))));
+  };
+  const cell = el("div", { class: "files" }, el("button", { type: "button", text: "files", onclick: list }));
+  return cell;
 }

@@ -18,6 +18,7 @@ from rlguard.platform.watchers.points import Warn, WatchWarning
 AT_BEST = "at_best_eval"
 BEFORE_BEST = "last_before_best_eval"
 NONE = "no_checkpoint_at_or_before_best_eval"
+RULES = (AT_BEST, BEFORE_BEST, NONE)
 
 
 def step_pattern(template: str) -> tuple[str, re.Pattern[str]]:

@@ -56,7 +56,8 @@ class JsonlReader:
     def poll(self) -> list[Point]:
         for path in matches(self.job_dir, self.pattern):
             if path not in self.tails and path.is_file():
-                self.tails[path] = LineTail(path, shown(self.job_dir, path), self.warn)
+                name = shown(self.job_dir, path)
+                self.tails[path] = LineTail(self.job_dir, path, name, self.warn)
         points: list[Point] = []
         for tail in self.tails.values():
             for line in tail.lines():
@@ -68,7 +69,7 @@ class JsonlReader:
             return []
         try:
             record = json.loads(line)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: "[[[[..." nested
             shown_line = line[:120]
             message = f"{name}: a line is not JSON ({exc}): {shown_line!r}"
             self.warn(WatchWarning("bad_line", message, {"file": name}))

@@ -90,7 +90,11 @@ class WatchSpec(BaseModel):
 
     preset: str | None = Field(None, description="verl | trl | transformers | openrlhf | nemo-rl")
     source: Source
-    path: str = Field(description="a directory (tensorboard), a file or a glob, job-relative")
+    path: str | None = Field(
+        None,
+        description="a directory (tensorboard), a file or a glob, job-relative; a stdout watch "
+        "without one reads the run's captured stdout and stderr (on the platform)",
+    )
     eval_tag: str
     mode: Literal["max", "min"] = "max"
     proxy_tag: str | None = None
@@ -154,6 +158,8 @@ class WatchSpec(BaseModel):
 
     @model_validator(mode="after")
     def _source_fields(self) -> WatchSpec:
+        if self.path is None and self.source != "stdout":
+            raise ValueError(f"path: a {self.source} watch needs a path")
         if self.source == "stdout":
             if self.regex is None:
                 raise ValueError("regex: a stdout watch needs a regex with a capture group")

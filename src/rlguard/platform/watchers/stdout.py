@@ -26,7 +26,7 @@ class RegexReader:
     ) -> None:
         self.pattern, self.tags, self.warn = re.compile(regex), tags, warn
         self.step_per_match, self.matched = step_per_match, 0
-        self.tail = LineTail(job_dir / path, path, warn)
+        self.tail = LineTail(job_dir, job_dir / path, path, warn)
         self.path, self.job_dir = job_dir / path, job_dir
         self.seen_tags: set[str] = set()
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from rlguard.platform.watchers.files import inside, shown
+from rlguard.platform.watchers.files import inside, open_inside, shown
 from rlguard.platform.watchers.points import Point, Warn, WatchWarning
 
 EVENT_FILE = "events.out.tfevents.*"
@@ -52,6 +52,7 @@ class TensorBoardReader:
     ) -> None:
         self.job_dir, self.pattern, self.wanted, self.warn = job_dir, pattern, wanted, warn
         self.loaders: dict[Path, Any] = {}
+        self.opened: dict[Path, BinaryIO] = {}
         self.gone: set[Path] = set()
         self.seen_tags: set[str] = set()
 
@@ -73,8 +74,10 @@ class TensorBoardReader:
 
         points: list[Point] = []
         for path in self.files():
-            if path not in self.loaders:
-                self.loaders[path] = LegacyEventFileLoader(str(path))
+            if path not in self.loaders and (opened := open_inside(self.job_dir, path)):
+                # the loader reads the file this checked descriptor holds, never the path again
+                self.opened[path] = opened
+                self.loaders[path] = LegacyEventFileLoader(f"/proc/self/fd/{opened.fileno()}")
         for path, loader in self.loaders.items():
             name = shown(self.job_dir, path)
             if not path.exists():
@@ -82,7 +85,11 @@ class TensorBoardReader:
                     self.gone.add(path)
                     self.warn(WatchWarning("file_gone", f"{name} disappeared", {"file": name}))
                 continue
-            points += self._read(loader, name)
+            try:
+                points += self._read(loader, name)
+            except Exception as exc:  # a hostile or broken record: tensorboard's parser raises
+                message = f"{name}: an unreadable record ({type(exc).__name__}); skipped"
+                self.warn(WatchWarning("bad_line", message, {"file": name}))
         return points
 
     def _read(self, loader: Any, name: str) -> list[Point]:

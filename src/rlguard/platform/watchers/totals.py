@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from rlguard.platform.watchers.files import LineTail, matches
+from rlguard.platform.watchers.files import LineTail, matches, read_inside
 from rlguard.platform.watchers.jsonl import as_step, dotted
 from rlguard.platform.watchers.points import Warn
 from rlguard.platform.watchers.spec import TotalStepsFrom
@@ -22,7 +22,7 @@ class TotalSteps:
         self.version: tuple[Path, int] | None = None
         if isinstance(spec, TotalStepsFrom) and spec.regex is not None:
             self.regex = re.compile(spec.regex)
-            self.tail = LineTail(job_dir / spec.file, spec.file, warn)
+            self.tail = LineTail(job_dir, job_dir / spec.file, spec.file, warn)
 
     @property
     def tag(self) -> str | None:
@@ -57,7 +57,10 @@ class TotalSteps:
             version = (path, path.stat().st_mtime_ns)
             if version == self.version:
                 return
-            self.seen(dotted(json.loads(path.read_text()), spec.key))
+            data = read_inside(self.job_dir, path)
+            if data is None:
+                return
+            self.seen(dotted(json.loads(data), spec.key))
             self.version = version
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # RecursionError: "[[[[..." nested
             return

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from rlguard.platform.watchers.files import matches, shown
+from rlguard.platform.watchers.files import matches, read_inside, shown
 from rlguard.platform.watchers.jsonl import as_step
 from rlguard.platform.watchers.points import Point, Warn, WatchWarning
 
@@ -55,8 +55,11 @@ class TrainerStateReader:
             version = (path, stat.st_mtime_ns, stat.st_size)
             if version == self.version:
                 return []
-            state = json.loads(path.read_text())
-        except (OSError, ValueError):
+            data = read_inside(self.job_dir, path)
+            if data is None:
+                return []
+            state = json.loads(data)
+        except (OSError, ValueError, RecursionError):  # RecursionError: "[[[[..." nested
             return []  # being written or rotated: the next poll reads it
         self.version = version
         history = state.get("log_history") if isinstance(state, dict) else None

@@ -111,8 +111,10 @@ class Watcher:
         on_checkpoint: Callable[[int, str, dict[str, float]], Any] | None = None,
         on_warning: Callable[[WatchWarning], Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        stdout_log: str | Path | None = None,
     ) -> None:
         self.spec, self.job_dir = spec, Path(job_dir)
+        self.stdout_log = None if stdout_log is None else Path(stdout_log)
         self.on_eval, self.on_checkpoint = on_eval, on_checkpoint
         self.on_warning, self.clock = on_warning, clock
         roles = {("eval_tag" if r == "eval" else f"{r}_tag"): t for r, t in spec.tags.items()}
@@ -142,7 +144,11 @@ class Watcher:
             return JsonlReader(job_dir, spec.path, *args)
         if spec.source == "stdout":
             args = (spec.regex, spec.tags, spec.step_per_match, self.warn)
-            return RegexReader(job_dir, spec.path, *args)
+            if spec.path is not None:
+                return RegexReader(job_dir, spec.path, *args)
+            if self.stdout_log is None:
+                raise ValueError("a stdout watch without a path needs the run's stdout_log")
+            return RegexReader(self.stdout_log.parent, self.stdout_log.name, *args)
         return TrainerStateReader(job_dir, spec.path, self.wanted, self.warn)
 
     def wanted(self, tag: str) -> bool:
@@ -259,7 +265,7 @@ class Watcher:
             hint += f"; did you mean {' or '.join(close)}?"
         message = (
             f"no eval for tag {self.spec.eval_tag!r} yet after {self.polls} polls "
-            f"({waited:.0f} s) of {self.spec.source} {self.spec.path!r}{hint}"
+            f"({waited:.0f} s) of {self.spec.source} {self.spec.path or 'output'!r}{hint}"
         )
         data = {"tag": self.spec.eval_tag, "polls": self.polls, "seconds": waited}
         self.warn_once("no_eval_yet", WatchWarning("no_eval_yet", message, data | {"seen": seen}))

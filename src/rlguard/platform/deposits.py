@@ -1,0 +1,84 @@
+"""The server's side of a reported checkpoint: stored first, recorded after, pruned by retention.
+
+A job reports a path in its own directory; its run's Ray actor (on the job's node, outside the
+sandbox, with the store's credentials the job never gets) uploads it (uploader.py) and seals it
+with its manifest; only then is the report recorded. If the store cannot take it, the report is
+answered 503 and the job's client retries it: nothing is recorded that is not stored. Retention
+keeps the best checkpoint by eval for the job's life and the last `keep_last` by step; the others'
+files leave the store (their rows stay, as history, without a store key).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import Future
+
+from sqlalchemy import select
+
+from rlguard.platform.artifacts import ArtifactStore, StoredCheckpoint, StoreUnavailable
+from rlguard.platform.db import Checkpoint, Job
+from rlguard.platform.reports import Reports
+from rlguard.platform.service import Conflict, Platform
+from rlguard.platform.uploader import inside_job
+
+log = logging.getLogger(__name__)
+
+
+class Deposits:
+    def __init__(self, platform: Platform, store: ArtifactStore, keep_last: int = 2) -> None:
+        self.platform, self.store, self.keep_last = platform, store, keep_last
+        self._lock = threading.Lock()
+        self._uploading: dict[tuple[str, int], Future[StoredCheckpoint]] = {}
+
+    def deposit(self, job_id: str, token: str, step: int, reported: str) -> StoredCheckpoint:
+        """Have the job's actor upload its checkpoint of `step`; where it is stored. A retry
+        of a report whose upload is still running waits for that upload instead of starting
+        another (a 1 GB upload can outlast the client's timeout)."""
+        with self.platform.lock, self.platform.store.transaction() as s:
+            job = Reports.reporting_job(s.get(Job, job_id), job_id, token)
+            recorded = s.scalar(
+                select(Checkpoint).where(Checkpoint.job_id == job_id, Checkpoint.step == step)
+            )
+            if recorded is not None:  # a re-sent report: recorded once, never uploaded again
+                return StoredCheckpoint(recorded.path, recorded.store_key)
+            tenant_id, handle = job.tenant_id, self.platform.active_job(job_id).handle
+        name = "/".join(inside_job(str(self.platform.job_dir(job_id)), reported))
+        if handle is None:
+            raise Conflict(f"job {job_id} has no run to upload its checkpoint from")
+        with self._lock:
+            future = self._uploading.get((job_id, step))
+            mine = future is None
+            if mine:
+                future = self._uploading[job_id, step] = Future()
+        if not mine:
+            return future.result()
+        try:
+            key = self.store.new_checkpoint_key(tenant_id, job_id, step)
+            self.platform.executor.upload(handle, self.store.uri, reported, key, step)
+            future.set_result(StoredCheckpoint(name, key))
+        except BaseException as e:
+            future.set_exception(e)
+            raise
+        finally:
+            with self._lock:
+                del self._uploading[job_id, step]
+        return future.result()
+
+    def retain(self, job_id: str) -> None:
+        """Prune the job's stored checkpoints to the best and the last `keep_last`."""
+        with self.platform.lock, self.platform.store.transaction() as s:
+            stored = s.scalars(
+                select(Checkpoint)
+                .where(Checkpoint.job_id == job_id, Checkpoint.store_key.is_not(None))
+                .order_by(Checkpoint.step.desc())
+            ).all()
+            pruned = [c for c in stored[self.keep_last :] if not c.is_best]
+            keys = [c.store_key for c in pruned]
+            for checkpoint in pruned:
+                checkpoint.store_key = None
+        for key in keys:  # unrecorded first: a failure here leaves files, never a dangling row
+            try:
+                self.store.remove(key)
+            except StoreUnavailable:
+                log.warning("could not prune %s (it goes with its job)", key)

@@ -1,0 +1,100 @@
+"""A watched job's watcher, run as a thread in the run's Ray actor (executor.py), beside the job.
+
+The actor is outside the job's sandbox and can read the job's directory; the watcher reads it
+only through checked descriptors (watchers/files.py), so links the job plants lead nowhere. A
+stdout watch without a path reads the run's captured stdout and stderr (the platform's log). Evals
+and checkpoints go to the platform as `JobReporter` sends them, with the run's own job token: the
+same idempotency by step, the same stop rule and decisions with evidence. On the first "stop"
+answer the job is stopped as a cancel stops it (`stop_job`: SIGTERM to the job, SIGKILL after the
+grace), and the watch goes on until the process has exited, so a checkpoint the framework saves
+on SIGTERM is still seen. Then a last poll, and the delivery: the checkpoint saved at the best
+eval's step, or else the last saved before it, with the rule that chose it.
+
+Nothing the job writes may end the watch: an exception of a poll becomes a warning event and the
+next poll comes. Warnings are capped per code, so a file of NaNs is a few events, not thousands.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from rlguard.platform.client import JobReporter
+from rlguard.platform.watchers import Watcher, WatchSpec, WatchWarning
+
+log = logging.getLogger(__name__)
+
+WARNINGS_PER_CODE = 5
+REPORT_RETRY_S = 60.0
+"""How long a report is retried while the server is away; the run's end waits at most this for
+the delivery (a run's end is recorded only after its watch has reported)."""
+
+
+class JobWatch(threading.Thread):
+    def __init__(
+        self,
+        spec: dict[str, Any],
+        job_dir: str,
+        reporter: JobReporter,
+        stop_job: Callable[[], None],
+        stdout_log: str | None = None,
+    ) -> None:
+        super().__init__(name="rlguard-watch", daemon=True)
+        self.reporter, self.stop_job = reporter, stop_job
+        self.ended = threading.Event()
+        self.stopping = False
+        self.warned: Counter[str] = Counter()
+        self.watcher = Watcher(
+            WatchSpec.model_validate(spec),
+            job_dir,
+            on_eval=self._eval,
+            on_checkpoint=reporter.checkpoint,
+            on_warning=self._warning,
+            stdout_log=stdout_log,
+        )
+
+    def finish(self) -> None:
+        """The job's process has exited: read what it wrote last, deliver, and return."""
+        self.ended.set()
+        self.join()
+
+    def run(self) -> None:
+        while not self.ended.is_set():
+            self._poll()
+            self.ended.wait(self.watcher.spec.poll_s)
+        self._poll()
+        try:
+            self.reporter.delivery(dataclasses.asdict(self.watcher.delivered()))
+        except Exception:
+            log.exception("the delivery of %s was not reported", self.reporter.job_id)
+
+    def _poll(self) -> None:
+        try:
+            self.watcher.poll()
+        except Exception as exc:  # a reader's or a report's failure: warn, poll again later
+            message = f"the watch failed one poll ({type(exc).__name__}: {str(exc)[:300]})"
+            self._warning(WatchWarning("watch_error", message))
+
+    def _eval(self, **report: Any) -> dict[str, Any]:
+        answer = self.reporter.eval(**report)
+        if answer.get("action") == "stop" and not self.stopping:
+            self.stopping = True
+            self.stop_job()
+        return answer
+
+    def _warning(self, warning: WatchWarning) -> None:
+        self.warned[warning.code] += 1
+        count = self.warned[warning.code]
+        if count > WARNINGS_PER_CODE + 1:
+            return
+        if count == WARNINGS_PER_CODE + 1:
+            message = f"more {warning.code!r} warnings follow; they are not reported"
+            warning = WatchWarning(warning.code, message, {"capped_at": WARNINGS_PER_CODE})
+        try:
+            self.reporter.warning(warning.code, warning.message[:2000], warning.data)
+        except Exception:
+            log.exception("a warning of %s was not reported", self.reporter.job_id)

@@ -1,0 +1,39 @@
+"""What a watched job's watcher reports beyond evals and checkpoints: its warnings, and the
+checkpoint it delivers for the best eval.
+
+The watcher (watchers/, run beside the job by executor.py) posts these with the job's token, as
+`JobReporter` posts evals. A warning becomes a `log` event at level warning, so a tag never seen
+shows on the job instead of silence. The delivery marks the one checkpoint the watch's rule chose
+(saved at the best eval's step, or else the last saved before it) as the job's best, replacing
+the platform's best-by-eval-score pick, and records the rule and its reason as an event.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select, update
+
+from rlguard.platform.db import Checkpoint, Job
+from rlguard.platform.reports import Reports
+from rlguard.platform.schemas import DeliveryReport, WatchWarningReport
+
+
+class WatchReports(Reports):
+    def warning(self, job_id: str, token: str, report: WatchWarningReport) -> None:
+        with self.platform.lock, self.platform.store.transaction() as s:
+            job = self._reporting_job(s.get(Job, job_id), job_id, token)
+            data = {"source": "watch", **report.model_dump()}
+            self.platform.append(s, job, "log", data, level="warning")
+
+    def delivery(self, job_id: str, token: str, report: DeliveryReport) -> None:
+        with self.platform.lock, self.platform.store.transaction() as s:
+            job = self._reporting_job(s.get(Job, job_id), job_id, token)
+            mine = Checkpoint.job_id == job_id
+            s.execute(update(Checkpoint).where(mine).values(is_best=False))
+            delivered = None
+            if report.step is not None:
+                at = select(Checkpoint).where(mine, Checkpoint.step == report.step)
+                delivered = s.scalar(at)
+            if delivered is not None:
+                delivered.is_best = True
+            data = {"delivered": delivered is not None, **report.model_dump()}
+            self.platform.append(s, job, "checkpoint", data)

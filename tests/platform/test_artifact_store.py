@@ -1,0 +1,199 @@
+"""The artifact store and the job-side uploader, against a local directory and a real S3-protocol
+server (moto, started by the tests): complete or absent, hash-equal, never led out of the job's
+directory, and refused at start when the URI is wrong or the store unreachable."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rlguard.errors import InputError
+from rlguard.platform.artifacts import ArtifactStore
+from rlguard.platform.uploader import BadCheckpointPath, upload_checkpoint
+
+
+@pytest.fixture(params=["local", "s3"])
+def store_uri(request, tmp_path) -> str:
+    if request.param == "local":
+        yield f"file://{tmp_path / 'store'}"
+        return
+    s3 = request.getfixturevalue("s3_server")
+    with s3.environment():
+        yield f"{s3.uri}/{tmp_path.name}"
+
+
+def _trainer_output(job_dir: Path) -> dict[str, str]:
+    """A checkpoint directory as a trainer writes it; each file's sha256 by relative name."""
+    ckpt = job_dir / "output" / "checkpoint-7"
+    (ckpt / "sub").mkdir(parents=True)
+    files = {"model.safetensors": os.urandom(3_000_000), "config.json": b"{}", "sub/opt.bin": b"x"}
+    for name, data in files.items():
+        (ckpt / name).write_bytes(data)
+    return {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
+
+
+def test_a_checkpoint_is_stored_whole_and_reads_back_equal(store_uri, tmp_path):
+    job_dir = tmp_path / "job"
+    written = _trainer_output(job_dir)
+    store = ArtifactStore(store_uri)
+    key = store.new_checkpoint_key("ten_a", "job_1", 7)
+    assert key.startswith("ten_a/job_1/checkpoints/step-7-")
+    manifest = upload_checkpoint(store_uri, str(job_dir), "output/checkpoint-7", key, 7)
+    assert manifest == store.manifest(key)
+    assert manifest["source"] == "output/checkpoint-7"
+    assert {f["name"]: f["sha256"] for f in manifest["files"]} == written
+    for name, sha in written.items():
+        assert hashlib.sha256(b"".join(store.read(key, name))).hexdigest() == sha
+    store.remove(store.job_key("ten_a", "job_1"))
+    assert store.keys("ten_a") == []
+
+
+def test_a_single_file_checkpoint_by_absolute_path(store_uri, tmp_path):
+    job_dir = tmp_path / "job"
+    (job_dir / "output").mkdir(parents=True)
+    (job_dir / "output" / "weights-3").write_bytes(b"0.5")
+    store = ArtifactStore(store_uri)
+    key = store.new_checkpoint_key("t", "j", 3)
+    manifest = upload_checkpoint(store_uri, str(job_dir), str(job_dir / "output/weights-3"), key, 3)
+    assert [(f["name"], f["size"]) for f in manifest["files"]] == [("weights-3", 3)]
+
+
+def test_the_uploader_is_never_led_out_of_the_job_directory(store_uri, tmp_path):
+    job_dir, secret = tmp_path / "job", tmp_path / "secret"
+    (job_dir / "output").mkdir(parents=True)
+    secret.mkdir()
+    (secret / "key").write_text("not the job's")
+    (job_dir / "output" / "file-link").symlink_to(secret / "key")
+    (job_dir / "output" / "dir-link").symlink_to(secret)
+    (job_dir / "ckpt").mkdir()
+    (job_dir / "ckpt" / "weights").write_text("mine")
+    (job_dir / "ckpt" / "planted").symlink_to(secret / "key")
+    (job_dir / "ckpt" / "planted-dir").symlink_to(secret)
+    store = ArtifactStore(store_uri)
+    for reported in (
+        "../secret",
+        str(secret),
+        "/etc/passwd",
+        "output/file-link",
+        "dir-link/key",
+        "output/dir-link/key",
+        "output/dir-link",
+        "",
+        ".",
+    ):
+        with pytest.raises(BadCheckpointPath):
+            upload_checkpoint(
+                store_uri, str(job_dir), reported, store.new_checkpoint_key("t", "j", 1), 1
+            )
+    manifest = upload_checkpoint(
+        store_uri, str(job_dir), "ckpt", store.new_checkpoint_key("t", "j", 2), 2
+    )
+    assert [f["name"] for f in manifest["files"]] == ["weights"]  # the links are not followed
+
+
+KILLED_UPLOAD = """
+import os, sys
+from rlguard.platform.uploader import upload_checkpoint
+upload_checkpoint(*sys.argv[1:5], 1)
+"""
+
+
+def test_an_upload_killed_half_way_is_never_complete(store_uri, tmp_path):
+    """SIGKILL the uploader (a process of its own) once its first file is in the store: the
+    checkpoint's key holds a part of it and no manifest, which reads as absent."""
+    job_dir = tmp_path / "job"
+    ckpt = job_dir / "ckpt"
+    ckpt.mkdir(parents=True)
+    (ckpt / "a-small").write_bytes(b"first")
+    with open(ckpt / "b-large", "wb") as f:
+        f.truncate(1 << 30)  # 1 GiB, sparse: it takes far longer to send than to kill
+    store = ArtifactStore(store_uri)
+    key = store.new_checkpoint_key("t", "j", 1)
+    uploader = subprocess.Popen(
+        [sys.executable, "-c", KILLED_UPLOAD, store_uri, str(job_dir), "ckpt", key],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    deadline = time.monotonic() + 60
+    while not any(k.endswith("a-small") for k in store.keys(key)):
+        assert uploader.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    uploader.send_signal(signal.SIGKILL)
+    uploader.wait()
+    assert store.keys(key) and store.manifest(key) is None
+
+
+@pytest.mark.parametrize(
+    "uri, message",
+    [
+        ("gs://bucket/x", "unknown scheme 'gs'"),
+        ("ftp://host/x", "unknown scheme 'ftp'"),
+        ("file://otherhost/x", "unknown scheme 'file'"),
+        ("s3:///prefix", "names no bucket"),
+    ],
+)
+def test_an_unknown_store_uri_is_one_line(uri, message):
+    with pytest.raises(InputError, match=message) as refused:
+        ArtifactStore(uri)
+    assert "\n" not in str(refused.value)
+
+
+def test_an_unreachable_store_is_refused_at_start(tmp_path, s3_server):
+    with s3_server.environment():
+        s3_server.proxy.down()
+        try:
+            with pytest.raises(InputError, match="cannot use s3://") as refused:
+                ArtifactStore(f"{s3_server.uri}/x").check()
+        finally:
+            s3_server.proxy.up()
+        ArtifactStore(f"{s3_server.uri}/x").check()
+    assert "\n" not in str(refused.value)
+    (tmp_path / "file").write_text("")
+    with pytest.raises(InputError, match="cannot use"):
+        ArtifactStore(str(tmp_path / "file" / "store")).check()
+
+
+def test_serve_refuses_a_bad_store_in_one_line(tmp_path, s3_server):
+    """`rlguard serve` itself: exit 2, one `error:` line, before any Ray head is started."""
+    from live_platform import RLGUARD
+
+    s3_server.proxy.down()
+    try:
+        for storage in ("gs://bucket/x", f"{s3_server.uri}/x"):
+            done = subprocess.run(
+                [*RLGUARD, "serve", "--data-dir", str(tmp_path / "data"), "--storage", storage],
+                env={**os.environ, **s3_server.env},
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert done.returncode == 2, done.stderr
+            assert done.stderr.startswith("error: --storage: ")
+            assert len(done.stderr.strip().splitlines()) == 1
+    finally:
+        s3_server.proxy.up()
+    assert not (tmp_path / "data" / "ray-head.json").exists()
+
+
+def test_download_refuses_bad_choices_in_one_line(tmp_path):
+    """The CLI's side of `rlguard jobs download`: a bad --checkpoint, a pruned one, a file name
+    that would leave --out."""
+    from rlguard.platform.download import pick, target
+
+    listed = [
+        {"id": "c1", "step": 1, "is_best": True, "stored": True},
+        {"id": "c2", "step": 2, "is_best": False, "stored": False},
+    ]
+    assert pick(listed, "best")["id"] == pick(listed, "1")["id"] == "c1"
+    for which, message in (("latest", "best or a step"), ("3", "no checkpoint 3"), ("2", "pruned")):
+        with pytest.raises(InputError, match=message):
+            pick(listed, which)
+    assert target(tmp_path, "sub/a.bin") == tmp_path.resolve() / "sub" / "a.bin"
+    with pytest.raises(InputError, match="leaves --out"):
+        target(tmp_path, "../escape")
