@@ -1,0 +1,67 @@
+"""How fast the client commands start: `rlguard jobs list` and `rlguard tenants --help` to their
+first output, beside the interpreter alone and beside importing typer (the floor any typer CLI
+pays). Writes benchmarks/results/cli_start.json.
+
+    python benchmarks/bench_cli_start.py [--repeats 15]
+
+`jobs list` runs against a closed loopback port, so it measures start-up and one failed connect
+(its one-line error, exit 2), not a server. Commands are interleaved round by round and reported
+as medians, so a busy machine slows each about alike; read the ratios before the seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from rlguard.io import write_json
+
+RESULTS = Path(__file__).parent / "results"
+RLGUARD = [sys.executable, "-m", "rlguard.cli"]
+COMMANDS = {
+    "python -c pass": [sys.executable, "-c", "pass"],
+    "import typer": [sys.executable, "-c", "import typer"],
+    "rlguard jobs list": [*RLGUARD, "jobs", "list"],
+    "rlguard jobs --help": [*RLGUARD, "jobs", "--help"],
+    "rlguard tenants --help": [*RLGUARD, "tenants", "--help"],
+}
+
+
+def timed(argv: list[str]) -> float:
+    env = {**os.environ, "RLGUARD_URL": "http://127.0.0.1:9", "RLGUARD_API_KEY": "x"}
+    started = time.perf_counter()
+    subprocess.run(argv, env=env, capture_output=True, check=False)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--out", type=Path, default=RESULTS / "cli_start.json")
+    args = parser.parse_args()
+    for argv in COMMANDS.values():  # warm the page cache and .pyc files
+        timed(argv)
+    times: dict[str, list[float]] = {name: [] for name in COMMANDS}
+    for _ in range(args.repeats):
+        for name, argv in COMMANDS.items():
+            times[name].append(timed(argv))
+    medians = {name: statistics.median(t) for name, t in times.items()}
+    floor = medians["import typer"]
+    result = {
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "repeats": args.repeats,
+        "median_s": {name: round(m, 4) for name, m in medians.items()},
+        "vs_import_typer": {name: round(m / floor, 2) for name, m in medians.items()},
+    }
+    write_json(args.out, result)
+    print(result)
+
+
+if __name__ == "__main__":
+    main()
