@@ -11,8 +11,8 @@ nothing, and TRL logs it as `rewards/gold/mean` (`eval/rewards/gold/mean` on Ten
 The only rlguard imports are the lab's world layout and its gold scorer; the training loop, the
 logging and the checkpoints are TRL's and transformers' own.
 
-A measurement run by hand, not a test yet: every proxy run hacked, but EvalStop would have stopped
-2 of 3 seeds (docs/watchers.md, "On the lab's world", has the runs and why).
+A measurement run by hand, not a test yet: every proxy run hacked, but EvalStop (k=2) stopped 2 of
+4 runs (docs/watchers.md, "On the lab's world", has the runs and why).
 
 Usage, in an empty directory (TRL writes runs/ and checkpoint-N/ there):
     python benchmarks/trl_lab_grpo_job.py WORLD_DIR [honest] [seed=N]
