@@ -20,13 +20,13 @@ from rlguard.platform.schemas import DeliveryReport, WatchWarningReport
 class WatchReports(Reports):
     def warning(self, job_id: str, token: str, report: WatchWarningReport) -> None:
         with self.platform.lock, self.platform.store.transaction() as s:
-            job = self._reporting_job(s.get(Job, job_id), job_id, token)
+            job = self.reporting_job(s.get(Job, job_id), job_id, token)
             data = {"source": "watch", **report.model_dump()}
             self.platform.append(s, job, "log", data, level="warning")
 
     def delivery(self, job_id: str, token: str, report: DeliveryReport) -> None:
         with self.platform.lock, self.platform.store.transaction() as s:
-            job = self._reporting_job(s.get(Job, job_id), job_id, token)
+            job = self.reporting_job(s.get(Job, job_id), job_id, token)
             mine = Checkpoint.job_id == job_id
             s.execute(update(Checkpoint).where(mine).values(is_best=False))
             delivered = None
