@@ -11,7 +11,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from sqlalchemy.orm import Session
 
-from rlguard.platform.api import Reader, Submitter
+from rlguard.platform.api import Caller, Reader, Submitter
 from rlguard.platform.api import _visible_job as visible_job
 from rlguard.platform.artifacts import StoreUnavailable
 from rlguard.platform.db import Checkpoint
@@ -27,7 +27,9 @@ def _deposits(request: Request) -> Deposits:
     return request.app.state.deposits
 
 
-def _manifest(deposits: Deposits, who, job_id: str, checkpoint_id: str) -> tuple[str, dict]:  # type: ignore[no-untyped-def]
+def _manifest(
+    deposits: Deposits, who: Caller, job_id: str, checkpoint_id: str
+) -> tuple[str, dict[str, Any]]:
     """The store key and manifest of a visible job's stored checkpoint (404 otherwise)."""
     with deposits.platform.store.transaction() as s:
         visible_job(s, job_id, who)

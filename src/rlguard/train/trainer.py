@@ -389,9 +389,10 @@ class CGPOTrainer:
         checkpoint.replace_dir(tmp, best)
 
     def _on_eval(self, step: int, log: MetricsLog | None) -> None:
-        """Evaluate once, on the main process, which writes the event and the best model and
-        asks the stop rule; every process learns the outcome."""
-        improved = False
+        """Evaluate once, on the main process, which writes the event; a better eval's model is
+        in best/ before the stop rule hears of it (under the platform, the rule reports best/ as
+        that eval's checkpoint, which is uploaded then); every process learns the outcome."""
+        event, improved = None, False
         with self.sharding.gathered():  # the main process's forwards alone
             if self.processes.main:
                 result = self.evaluate(step)
@@ -402,15 +403,15 @@ class CGPOTrainer:
                 improved = self.best_score is None or event["score"] > self.best_score
                 if improved:
                     self.best_score = event["score"]
-                for hook in self.eval_hooks:
-                    reason = hook(event)
-                    if reason:
-                        self.stop_reason = reason
-        self.stop_reason, self.best_score, improved = self.processes.broadcast(
-            (self.stop_reason, self.best_score, improved)
-        )
+        self.best_score, improved = self.processes.broadcast((self.best_score, improved))
         if improved:
             self._save_best()
+        if self.processes.main:
+            for hook in self.eval_hooks:
+                reason = hook(event)
+                if reason:
+                    self.stop_reason = reason
+        self.stop_reason = self.processes.broadcast(self.stop_reason)
 
     def _save(self, step: int) -> None:
         """A checkpoint, written once (the processes hold the same weights and optimizer, or
