@@ -94,3 +94,20 @@ def test_evidence_is_the_range_of_evals_a_decision_rests_on(platform, rule, eval
             .order_by(Event.seq)
         ).all()
     assert last.evidence == {"from_seq": seqs[-evals], "to_seq": seqs[-1], "evals": evals}
+
+
+def test_a_job_sets_its_patience_and_a_drop_then_a_plateau_stops_it(platform):
+    """EvalStop (k = 2) never stops a score that drops once and then stays flat; patience,
+    which compares with the best so far, does, after the number of evals the job asked for."""
+    reports = Reports(platform)
+    job_id, token = _running_job(platform, rule="patience", patience=3)
+    assert platform.active[job_id].rule.params.patience == 3
+    scores = [(1, 0.5), (2, 0.6), (3, 0.4), (4, 0.41), (5, 0.4)]
+    answers = _report(reports, job_id, token, *scores)
+    assert [a["action"] for a in answers] == ["continue"] * 4 + ["stop"]
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, "3"])
+def test_a_bad_patience_is_refused_naming_the_field(platform, bad):
+    with pytest.raises(ValueError, match="patience"):
+        JobCreate.model_validate({"command": "true", "stop_policy": {"patience": bad}})

@@ -69,6 +69,9 @@ def submit(
     estimate_s: Annotated[float | None, typer.Option(help="your runtime estimate")] = None,
     stop_rule: Annotated[str | None, typer.Option(help="override the stop rule")] = None,
     k: Annotated[int | None, typer.Option(help="override EvalStop's k")] = None,
+    patience: Annotated[
+        int | None, typer.Option(help="patience rules: evals without a new best")
+    ] = None,
     shadow: Annotated[bool, typer.Option(help="the rule only advises")] = False,
     watch: Annotated[
         str | None,
@@ -88,7 +91,7 @@ def submit(
         body.update(command=command, **({"kind": kind} if kind else {}))
     if estimate_s is not None:
         body["estimate_s"] = estimate_s
-    policy = {"rule": stop_rule, "k": k, "shadow": shadow}
+    policy = {"rule": stop_rule, "k": k, "patience": patience, "shadow": shadow}
     body["stop_policy"] = {key: v for key, v in policy.items() if v not in (None, False)}
     if watch is not None:
         body["watch"] = watch_option(watch)

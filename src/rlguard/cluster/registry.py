@@ -60,6 +60,7 @@ class RuleParams(BaseModel):
     k: int = Field(3, ge=1, description="EvalStop: consecutive declines")
     min_delta: float = Field(0.01, ge=0, description="EvalStop: smallest decline that counts")
     warmup: int = Field(2, ge=0, description="EvalStop: evals recorded before counting")
+    patience: int = Field(5, ge=1, description="patience rules: evals without a new best")
 
 
 RULES: dict[str, Callable[[RuleParams], StopRule | None]] = {
@@ -67,8 +68,8 @@ RULES: dict[str, Callable[[RuleParams], StopRule | None]] = {
     "evalstop": lambda p: EvalStop(k=p.k, min_delta=p.min_delta, warmup=p.warmup),
     "fixed-progress": lambda p: FixedProgress(),
     "loss-plateau": lambda p: LossPlateau(),
-    "patience": lambda p: Patience(),
-    "ema-patience": lambda p: EmaPatience(),
+    "patience": lambda p: Patience(patience=p.patience),
+    "ema-patience": lambda p: EmaPatience(patience=p.patience),
     GaoTrend.name: lambda p: GaoTrend(),
     GaoDrop.name: lambda p: GaoDrop(),
 }

@@ -48,7 +48,9 @@ class StopRules:
                 f"stop_policy.rule: unknown rule {rule!r} (choose from {', '.join(RULES)})"
             )
         knobs = {
-            k: override[k] for k in ("k", "min_delta", "warmup") if override.get(k) is not None
+            k: override[k]
+            for k in ("k", "min_delta", "warmup", "patience")
+            if override.get(k) is not None
         }
         try:
             params = self.default.params.model_copy(update=knobs)

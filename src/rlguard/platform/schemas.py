@@ -33,6 +33,9 @@ class StopPolicy(Strict):
     k: int | None = Field(None, ge=1, strict=True)
     min_delta: Finite | None = Field(None, ge=0)
     warmup: int | None = Field(None, ge=0, strict=True)
+    patience: int | None = Field(
+        None, ge=1, strict=True, description="patience rules: evals without a new best"
+    )
     shadow: bool = Field(False, description="advise and record, never stop")
 
 
