@@ -1,5 +1,6 @@
-"""The reduced lab experiment, end to end: a world is built, PPO hacks its proxy, CGPO does not,
-the stop rules catch the hacking run, and the cluster simulator replays the measured curves.
+"""The reduced lab experiment, end to end: on the quick world (built once per test run by
+tests/quick_world.py), PPO hacks its proxy, CGPO does not, the stop rules catch the hacking run,
+and the cluster simulator replays the measured curves.
 
 Directions only, and only those that hold in every build of the small world measured: the full
 acceptance thresholds and the shape of Gao's curve are measured by benchmarks/bench_lab.py on the
@@ -19,6 +20,7 @@ import json
 import pytest
 
 from cli_runner import cli
+from quick_world import quick_world_copy
 from rlguard.lab.experiment import overoptimization, quick_config
 
 pytestmark = pytest.mark.slow
@@ -27,6 +29,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     out = tmp_path_factory.mktemp("quick-lab")
+    quick_world_copy(tmp_path_factory, out / "world")
     return out, overoptimization(quick_config(), out, workers=2, quiet=True)
 
 

@@ -11,13 +11,11 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
-
 from rlguard.platform.client import Client
+from rlguard.platform.local import start_server
 
 RLGUARD = [sys.executable, "-m", "rlguard.cli"]
 CURVE_JOB = Path(__file__).with_name("curve_job.py")
@@ -74,21 +72,10 @@ class LiveServer:
         return ["--data-dir", str(self.data_dir), *(["--db", self.db] if self.db else [])]
 
     def start(self) -> LiveServer:
-        command = [*RLGUARD, "serve", "--port", str(self.port), *self._store_args()]
-        command += ["--mount", TESTS_MOUNT, *sandbox_args(), *self.args]
-        with self.log.open("ab") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"server exited: {self.log.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{self.url}/openapi.json", timeout=2).status_code == 200:
-                    return self
-            except httpx.TransportError:
-                pass
-            time.sleep(0.3)
-        raise RuntimeError(f"server did not come up: {self.log.read_text()[-2000:]}")
+        db = ["--db", self.db] if self.db else []
+        args = [*db, "--mount", TESTS_MOUNT, *sandbox_args(), *self.args]
+        self.process = start_server(self.data_dir, self.port, args)
+        return self
 
     def tenant(self, name: str, quota_gpus: int = 2, admin: bool = False, weight: float = 1.0):
         """(tenant id, api key) of a new tenant, made with the operator's CLI."""
@@ -163,29 +150,9 @@ def row_counts(url: str) -> dict[str, int]:
 
 
 def assert_replayed(job: dict, events: list[dict], decisions: list[dict]) -> None:
-    """The platform's decisions are the cluster stop rule's: a fresh EvalStop from the same
-    registry, fed the job's recorded eval events in order, decides exactly as it did live."""
-    import math
+    """The platform's decisions are the cluster stop rule's: a fresh rule of the job's stop
+    policy, fed the job's recorded eval events in order, decides exactly as it did live."""
+    from rlguard.platform.replay import replay_decisions
 
-    from rlguard.cluster.events import EvalEvent
-    from rlguard.cluster.registry import RULES, RuleParams
-
-    params = {k: job["stop_policy"][k] for k in ("k", "min_delta", "warmup")}
-    rule = RULES["evalstop"](RuleParams(**params))
     live = {d["event_seq"]: (d["stop"], d["reason"]) for d in decisions}
-    for event in (e for e in events if e["type"] == "eval"):
-        data = event["data"]
-        replayed = rule.observe(
-            EvalEvent(
-                job_id=job["id"],
-                kind=job["job_kind"],
-                step=data["step"],
-                progress=data["progress"],
-                score=data["score"],
-                loss=math.nan if data["loss"] is None else data["loss"],
-                proxy=data["proxy"],
-            )
-        )
-        if event["seq"] in live:
-            assert (replayed.stop, replayed.reason) == live[event["seq"]]
-    assert len(live) == len([e for e in events if e["type"] == "eval"])
+    assert replay_decisions(job, events) == live

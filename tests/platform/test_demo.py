@@ -1,7 +1,8 @@
-"""`rlguard demo --json`, the main job, from an empty directory: the lab's quick world, a real
-server, two tenants' jobs over HTTP. EvalStop stops the hacking PPO job online and delivers its
-best checkpoint by gold eval; red's GRPO, queued behind PPO by red's quota, starts as soon as
-PPO's GPU is freed; blue's CGPO job is not stopped and succeeds."""
+"""`rlguard demo --json`, the main job, in a directory holding only the lab's quick world (built
+once per test run by tests/quick_world.py; the lab's tests cover its build): a real server, two
+tenants' jobs over HTTP. EvalStop stops the hacking PPO job online and delivers its best
+checkpoint by gold eval; red's GRPO, queued behind PPO by red's quota, starts as soon as PPO's GPU
+is freed; blue's CGPO job is not stopped and succeeds."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ import pytest
 from live_platform import RLGUARD, free_port
 from sqlalchemy import create_engine, text
 
+from quick_world import quick_world_copy
 from rlguard.cli.demo import COLUMNS
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 
-def test_demo_stops_the_hacking_job_online(tmp_path):
+def test_demo_stops_the_hacking_job_online(tmp_path, tmp_path_factory):
+    quick_world_copy(tmp_path_factory, tmp_path / "world")
     command = [*RLGUARD, "demo", "--json", "--out", str(tmp_path), "--port", str(free_port())]
     done = subprocess.run(command, capture_output=True, text=True, timeout=1800)  # a hang guard
     assert done.returncode == 0, done.stderr[-3000:]

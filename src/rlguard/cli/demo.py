@@ -13,16 +13,13 @@ for a hacking job that ran to its end, why the rule missed it and which rule wou
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Annotated, Any
 
-import httpx
 import typer
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -44,35 +41,6 @@ COLUMNS = (
     "note",
 )
 RULE_K = 2  # the server's EvalStop k: the lab's (docs/lab.md explains why k = 3 misses there)
-
-
-def _readable(root: Path) -> None:
-    """Open a built world to every uid (read-only): transformers writes its weights 0600."""
-    for directory, _, files in os.walk(root):
-        os.chmod(directory, os.stat(directory).st_mode | 0o555)
-        for name in files:
-            path = os.path.join(directory, name)
-            os.chmod(path, os.stat(path).st_mode | 0o444)
-
-
-def _start_server(data: Path, port: int, world: Path, sandbox: list[str]) -> subprocess.Popen:
-    """`rlguard serve`, its jobs sandboxed with the world mounted read-only in their view."""
-    data.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "rlguard.cli", "serve", "--data-dir", str(data)]
-    command += ["--port", str(port), "--gpus", "2", "--k", str(RULE_K), "--grace-s", "30"]
-    command += ["--mount", f"world={world.resolve()}:ro", *sandbox]
-    with (data / "server.log").open("ab") as log:
-        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"the server exited; see {data / 'server.log'}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/openapi.json", timeout=2).is_success:
-                return server
-        except httpx.TransportError:
-            time.sleep(0.3)
-    raise RuntimeError(f"the server did not start; see {data / 'server.log'}")
 
 
 def _row(client: Any, job: dict[str, Any], tenant: str, method: str) -> dict[str, Any]:
@@ -113,6 +81,7 @@ def demo(
     from rlguard.lab.world import build_world
     from rlguard.platform.client import Client
     from rlguard.platform.jobview import host_problem
+    from rlguard.platform.local import open_to_jobs, start_server
     from rlguard.platform.store import Store, default_url
     from rlguard.platform.tenants import create_tenant
 
@@ -122,11 +91,13 @@ def demo(
     world = build_world(out / "world", quick_config().world, progress=not json_out)
     data = out / "platform"
     shutil.rmtree(data, ignore_errors=True)  # a fresh platform each time; the world is kept
-    _readable(world.root)  # the jobs read it as their own uids
+    open_to_jobs(world.root)
     problem = host_problem()
     if problem and not json_out:  # a demo on a laptop still runs, and says what it lacks
         console.print(f"[yellow]jobs run unsandboxed (--single-tenant): {problem}[/yellow]")
-    server = _start_server(data, port, world.root, ["--single-tenant"] if problem else [])
+    args = ["--gpus", "2", "--k", str(RULE_K), "--grace-s", "30"]
+    args += ["--mount", f"world={world.root.resolve()}:ro"]
+    server = start_server(data, port, [*args, *(["--single-tenant"] if problem else [])])
     url = f"http://127.0.0.1:{port}"
     try:
         store = Store(default_url(data))

@@ -1,4 +1,5 @@
-"""The platform's recorded eval history as a curve file (rlguard-curves/1) for the simulator.
+"""The platform's recorded eval history, replayed: as a curve file (rlguard-curves/1) for the
+simulator, and through a fresh rule of a job's stop policy to check its decisions.
 
 An operator replays their own jobs' curves with `rlguard simulate --curves FILE` to choose a stop
 rule's k before changing the live one. Each job with at least two evals becomes one curve, named
@@ -9,10 +10,13 @@ recorded only up to its stop. Curves whose scores leave [0, 1] cannot be replaye
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
 from rlguard.cluster.curves import MeasuredCurve
+from rlguard.cluster.events import EvalEvent
+from rlguard.cluster.registry import RULES, RuleParams
 
 
 def job_curve(job: dict[str, Any], events: Iterable[dict[str, Any]]) -> MeasuredCurve | None:
@@ -36,3 +40,31 @@ def job_curve(job: dict[str, Any], events: Iterable[dict[str, Any]]) -> Measured
         proxy=None if None in proxies else proxies,
         kl=None if None in kls else kls,
     )
+
+
+def replay_decisions(
+    job: dict[str, Any], events: Iterable[dict[str, Any]]
+) -> dict[int, tuple[bool, str]]:
+    """What a fresh rule of the job's stop policy decides at each of its eval events (the API's
+    job and event objects), by event seq: the platform's own decisions must equal these."""
+    policy = job["stop_policy"]
+    knobs = {k: v for k, v in policy.items() if k in RuleParams.model_fields}
+    rule = RULES[policy["rule"]](RuleParams(**knobs))
+    if rule is None:
+        return {}
+    decided = {}
+    for event in (e for e in events if e["type"] == "eval"):
+        data = event["data"]
+        decision = rule.observe(
+            EvalEvent(
+                job_id=job["id"],
+                kind=job["job_kind"],
+                step=data["step"],
+                progress=data["progress"],
+                score=data["score"],
+                loss=math.nan if data["loss"] is None else data["loss"],
+                proxy=data["proxy"],
+            )
+        )
+        decided[event["seq"]] = (decision.stop, decision.reason)
+    return decided
