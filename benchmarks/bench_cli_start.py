@@ -6,7 +6,8 @@ pays). Writes benchmarks/results/cli_start.json.
 
 `jobs list` runs against a closed loopback port, so it measures start-up and one failed connect
 (its one-line error, exit 2), not a server. Commands are interleaved round by round and reported
-as medians, so a busy machine slows each about alike; read the ratios before the seconds.
+as medians, so a busy machine slows each about alike; read the ratios before the seconds, and
+the CPU seconds (user + system) as what a command costs on an idle machine.
 """
 
 from __future__ import annotations
@@ -33,11 +34,15 @@ COMMANDS = {
 }
 
 
-def timed(argv: list[str]) -> float:
+def timed(argv: list[str]) -> tuple[float, float]:
+    """Wall seconds and the process's CPU seconds (user + system): on a busy machine the wall
+    includes waiting for a core, the CPU time does not."""
     env = {**os.environ, "RLGUARD_URL": "http://127.0.0.1:9", "RLGUARD_API_KEY": "x"}
     started = time.perf_counter()
-    subprocess.run(argv, env=env, capture_output=True, check=False)
-    return time.perf_counter() - started
+    child = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, _, usage = os.wait4(child.pid, 0)
+    child.returncode = 0  # reaped by wait4
+    return time.perf_counter() - started, usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -47,16 +52,21 @@ def main() -> None:
     args = parser.parse_args()
     for argv in COMMANDS.values():  # warm the page cache and .pyc files
         timed(argv)
-    times: dict[str, list[float]] = {name: [] for name in COMMANDS}
+    walls: dict[str, list[float]] = {name: [] for name in COMMANDS}
+    cpus: dict[str, list[float]] = {name: [] for name in COMMANDS}
     for _ in range(args.repeats):
         for name, argv in COMMANDS.items():
-            times[name].append(timed(argv))
-    medians = {name: statistics.median(t) for name, t in times.items()}
+            wall, cpu = timed(argv)
+            walls[name].append(wall)
+            cpus[name].append(cpu)
+    medians = {name: statistics.median(t) for name, t in walls.items()}
     floor = medians["import typer"]
     result = {
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "load_average": os.getloadavg(),
         "repeats": args.repeats,
         "median_s": {name: round(m, 4) for name, m in medians.items()},
+        "median_cpu_s": {name: round(statistics.median(t), 4) for name, t in cpus.items()},
         "vs_import_typer": {name: round(m / floor, 2) for name, m in medians.items()},
     }
     write_json(args.out, result)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sys
 
-import click
 import typer
 
 from rlguard.cli.lazy import lazy_group
@@ -76,8 +75,9 @@ def _bench() -> None:
     """As `_rlguard`, for `rlguard bench`."""
 
 
-# typer >= 0.20 vendors click: its usage errors derive from typer.TyperException, not click's.
-USAGE_ERRORS = (click.ClickException, getattr(typer, "TyperException", click.ClickException))
+# typer vendors click (0.20 on): its usage errors derive from typer.TyperException, and importing
+# click itself as well would only cost start-up time.
+USAGE_ERRORS = (typer.TyperException,)
 
 
 def main() -> None:
