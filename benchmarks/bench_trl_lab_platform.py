@@ -57,6 +57,7 @@ def summary(client, job_id: str) -> dict:
         "id": job_id,
         "status": job["status"],
         "stop_reason": job["stop_reason"],
+        "error": job["error"],
         "evals": [
             {k: e["data"][k] for k in ("step", "score", "proxy")}
             for e in events
@@ -72,8 +73,8 @@ def summary(client, job_id: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--world", type=Path, required=True, help="built, or built here")
-    parser.add_argument("--proxy-seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--honest-seeds", type=int, nargs="+", default=[0, 1])
+    parser.add_argument("--proxy-seeds", type=int, nargs="*", default=[0, 1, 2])
+    parser.add_argument("--honest-seeds", type=int, nargs="*", default=[0, 1])
     parser.add_argument("--patience", type=int, default=3)
     parser.add_argument("--side-by-side", type=int, default=2, help="virtual GPUs: jobs at once")
     parser.add_argument(
@@ -104,7 +105,10 @@ def main() -> None:
             rows.append({"reward": reward, "seed": seed, **summary(client, job_id)})
     finally:
         server.stop()
+    if all(row["status"] != "failed" for row in rows):
         shutil.rmtree(data, ignore_errors=True)
+    else:
+        print(f"a job failed: its log is under {data / 'jobs'}", file=sys.stderr)
     result = {
         "host": {"machine": host.machine(), "python": host.python_version()},
         "world": str(args.world),

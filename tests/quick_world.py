@@ -1,10 +1,11 @@
 """The lab's quick world, built once per test run and copied to every test that starts from it.
 
 The lab's quick experiment and the demo both start from `quick_config().world`, and building it
-is the suite's longest single step. `build_world` is deterministic (two builds on one machine are
-byte-identical) and resumes stage by stage, so one build under a file lock in the run's shared
-temporary directory (the parent of every xdist worker's) serves them all; a test gets its own copy,
-which `build_world` then reuses by its manifest.
+is the suite's longest single step. `build_world` is deterministic: the demo's world (built in its
+own process, on two threads) and the lab test's (one thread) were byte-identical in the same run
+(sha256 of the SFT policy's and the reward model's weights), so one build under a file lock in the
+run's shared temporary directory (the parent of every xdist worker's) serves them all. A test
+gets its own copy, which `build_world` reuses by its manifest.
 """
 
 from __future__ import annotations
