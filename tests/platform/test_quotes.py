@@ -231,7 +231,7 @@ def test_a_finished_job_records_what_it_measured_beside_its_quote(api, platform,
     rows = read_measured(csv_path)
     assert [r.step for r in rows] == [2, 3] and rows[0].gen_s == later[0]["gen_s"]
     setup_file = tmp_path / "job.yaml"
-    setup_file.write_text(yaml.safe_dump({k: v for k, v in SETUP.items() if k != "steps"}))
+    setup_file.write_text(yaml.safe_dump(SETUP))  # the file `jobs submit --setup` sent
     from rlguard.runtime.calib.job import read_job
 
     _, fits = calibrate(read_job(setup_file), str(setup_file), [csv_path])

@@ -17,7 +17,7 @@ from __future__ import annotations
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import ValidationInfo, field_validator
 
 from rlguard.errors import InputError
 from rlguard.runtime.calib.job import JobFile, calibrated_job_profile, job_setup
@@ -39,10 +39,9 @@ SEED = 0
 
 
 class QuoteSetup(JobFile):
-    """A job's setup as `rlguard runtime simulate --setup` reads it, plus the steps it runs.
-    `profile` (a file on the server) is refused: a quote is the calibrated model's."""
-
-    steps: int | None = Field(None, gt=0, description="training steps: total = steps x step")
+    """A job's setup as `rlguard runtime simulate --setup` reads it, its model and GPU checked
+    against the catalog as it is read; `profile` (a file on the server) is refused: a quote is
+    the calibrated model's."""
 
     @field_validator("model", "gpu")
     @classmethod
