@@ -83,17 +83,24 @@ def _placed(job: QuoteSetup, where: str):  # type: ignore[no-untyped-def]
     simulator cannot place the job (its weights and one sequence's KV cache do not fit)."""
     setup = job_setup(job, where)
     profile = calibrated_job_profile(job, where)
+    tp = profile.gpus_per_actor
     try:
-        check_fits(
-            setup, profile, f"{job.model} on {job.gpu} at tensor parallel {profile.gpus_per_actor}"
-        )
-    except InputError as e:
-        field = (
-            "n_gpus"
-            if job.n_gpus % profile.gpus_per_actor
-            else ("rollout_tp" if job.rollout_tp else "gpu")
-        )
-        raise InputError(f"{where}: {field}: cannot place the job ({e})") from None
+        check_fits(setup, profile)
+    except InputError:
+        on = f"{job.model} on {job.gpu}"
+        memory = f"gpu_memory_utilization {job.engine.gpu_memory_utilization}"
+        if job.n_gpus % tp:
+            raise InputError(
+                f"{where}: n_gpus: cannot place {on}: its weights need rollout engines of {tp} "
+                f"GPUs (tensor parallel {tp} at {memory}), and {job.n_gpus} GPUs are not whole "
+                "engines"
+            ) from None
+        longest = setup.workload.max_prompt + setup.workload.max_response
+        raise InputError(
+            f"{where}: {'rollout_tp' if job.rollout_tp else 'gpu'}: cannot place {on} at tensor "
+            f"parallel {tp}: at {memory} its weights leave a KV cache of "
+            f"{profile.kv_capacity_tokens} tokens, less than one sequence of {longest}"
+        ) from None
     return setup, profile
 
 
