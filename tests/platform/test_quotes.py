@@ -253,6 +253,8 @@ def test_a_finished_job_records_what_it_measured_beside_its_quote(api, platform,
         ({"setup": {**SETUP, "model": "qwen2.5-72b"}}, "setup.n_gpus"),
         # at tensor parallel 1 no KV cache is left for one sequence
         ({"setup": {**SETUP, "model": "qwen2.5-32b", "rollout_tp": 1}}, "setup.rollout_tp"),
+        ({"setup": {**SETUP, "prompts_per_step": 8192, "samples_per_prompt": 16}}, "setup"),
+        ({"setup": {**SETUP, "dataset_prompts": 10**9}}, "setup.dataset_prompts"),
         ({"budget_gpu_hours": 0}, "budget_gpu_hours"),
         ({"budget_gpu_hours": -1.5}, "budget_gpu_hours"),
     ],

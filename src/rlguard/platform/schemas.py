@@ -95,7 +95,7 @@ class JobCreate(Strict):
     @model_validator(mode="after")
     def _gpus_of_setup(self) -> JobCreate:
         if self.setup is not None and "gpus" not in self.model_fields_set:
-            self.gpus = self.setup.n_gpus
+            self.gpus = self.setup.n_gpus  # past a quota or the cluster: refused at submission
         return self
 
     @model_validator(mode="after")

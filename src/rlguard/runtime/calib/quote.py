@@ -17,7 +17,7 @@ from __future__ import annotations
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationInfo, field_validator
+from pydantic import ValidationInfo, field_validator, model_validator
 
 from rlguard.errors import InputError
 from rlguard.runtime.calib.job import JobFile, calibrated_job_profile, job_setup
@@ -36,12 +36,32 @@ CALIBRATION = files("rlguard.runtime") / "data" / "verl_calibration.yaml"
 CALIBRATION_NAME = "runtime/data/verl_calibration.yaml"
 STEP_FUNCTION = f"{serverful_step.__module__}.{serverful_step.__qualname__}"
 SEED = 0
+# A quote runs in the API's request: bounds that keep it to seconds (65,536 sequences a step take
+# 5 s on 2 loaded cores; a million dataset prompts 1 s).
+MAX_SEQUENCES, MAX_DATASET_PROMPTS = 65_536, 1_000_000
 
 
 class QuoteSetup(JobFile):
     """A job's setup as `rlguard runtime simulate --setup` reads it, its model and GPU checked
-    against the catalog as it is read; `profile` (a file on the server) is refused: a quote is
-    the calibrated model's."""
+    against the catalog as it is read, its size bounded (a quote is computed while the API
+    answers); `profile` (a file on the server) is refused: a quote is the calibrated model's."""
+
+    @field_validator("dataset_prompts")
+    @classmethod
+    def _dataset_bound(cls, prompts: int) -> int:
+        if prompts > MAX_DATASET_PROMPTS:
+            raise ValueError(f"a quote draws at most {MAX_DATASET_PROMPTS:,} dataset prompts")
+        return prompts
+
+    @model_validator(mode="after")
+    def _batch_bound(self) -> QuoteSetup:
+        if self.prompts_per_step * self.samples_per_prompt > MAX_SEQUENCES:
+            raise ValueError(
+                f"prompts_per_step x samples_per_prompt: a quote simulates at most "
+                f"{MAX_SEQUENCES:,} sequences a step (got "
+                f"{self.prompts_per_step * self.samples_per_prompt:,})"
+            )
+        return self
 
     @field_validator("model", "gpu")
     @classmethod
