@@ -157,6 +157,7 @@ class StepReport(Strict):
     response_length_mean: Finite | None = Field(None, gt=0)
     response_length_max: Finite | None = Field(None, gt=0)
     response_clip_ratio: Finite | None = Field(None, ge=0, le=1)
+    mfu_actor: Finite | None = Field(None, gt=0, description="verl's perf/mfu/actor")
 
 
 class DeliveryReport(Strict):
