@@ -275,3 +275,24 @@ def test_a_bad_step_report_is_a_4xx_naming_the_field(api, platform):
     assert answer.status_code == 422 and answer.json()["error"]["param"] == "gen_s"
     good = api.post(f"/v1/jobs/{job_id}/steps", json={"step": 2, "gen_s": 3.0}, headers=auth)
     assert good.status_code == 201 and good.json()["duplicate"] is False
+
+
+def test_steps_without_lengths_take_the_setups_and_the_job_finishes(api, platform):
+    job_id, token = _running(platform, {"command": "true", "setup": SETUP})
+    for step, gen_s in [(1, 9.0), (2, 4.0), (3, 6.0)]:
+        StepReports(platform).step(job_id, token, StepReport(step=step, gen_s=gen_s))
+    platform.run_ended(job_id, 0)
+    job = api.get(f"/v1/jobs/{job_id}").json()
+    assert job["status"] == "succeeded" and job["measured"]["step_s"] == {"generation": 5.0}
+
+
+def test_a_setup_the_catalog_no_longer_knows_does_not_keep_a_job_from_finishing(platform):
+    from rlguard.platform.db import Job
+    from rlguard.platform.outcome import measured
+
+    old = Job(id="job-old", gpus=2, gpu_seconds=7200.0, quote={"status": "quoted"})
+    old.spec = {"setup": {**SETUP, "model": "a-model-since-removed"}}
+    with platform.store.transaction() as s:
+        got = measured(s, old, 0.5)
+    assert got["gpu_hours"] == 2.0 and got["step_s"] is None
+    assert "a-model-since-removed" in got["step_s_error"]

@@ -19,7 +19,10 @@ def measured(s: Session, job: Job, progress: float) -> dict[str, Any]:
         select(Event.data).where(Event.job_id == job.id, Event.type == "metrics")
     ).all()
     gpu_hours = job.gpu_seconds / 3600
-    rows = step_rows(job.id, job.quote, job.spec.get("setup"), list(reports))
+    try:
+        rows, problem = step_rows(job.id, job.quote, job.spec.get("setup"), list(reports)), None
+    except ValueError as e:  # a setup the catalog no longer knows: the job still finishes
+        rows, problem = [], " ".join(str(e).split())[:300]
     return {
         "gpu_hours": round(gpu_hours, 6),
         "run_s": round(job.gpu_seconds / job.gpus, 1),
@@ -27,4 +30,5 @@ def measured(s: Session, job: Job, progress: float) -> dict[str, Any]:
         "projected_gpu_hours": round(gpu_hours / progress, 6) if progress > 0 else None,
         "steps_reported": len(reports),
         "step_s": mean_phases(rows),
+        **({"step_s_error": problem} if problem else {}),
     }

@@ -2,8 +2,9 @@
 what its `measured` record averages, and what `rlguard jobs export-steps` writes so an operator
 can refit the step model to their own cluster with `rlguard runtime calibrate`.
 
-Each row joins what ran (the job's `setup`) with what one step measured (its step report). As in
-the shipped dataset, a job's first reported step is left out: it warms up.
+Each row joins what ran (the job's `setup`) with what one step measured (its step report; the
+setup's mean lengths where the step gives none). As in the shipped dataset, a job's first
+reported step is left out: it warms up.
 """
 
 from __future__ import annotations
@@ -25,10 +26,14 @@ def step_rows(
     if not setup or not quote or quote.get("status") != "quoted":
         return []
     job = QuoteSetup.model_validate(setup)
+    lengths = {
+        "prompt_length_mean": job.prompt_length_mean,  # unless the step reports its own
+        "response_length_mean": job.response_length_mean,
+    }
     rows = []
     for report in sorted(reports, key=lambda r: r["step"])[1:]:
         step = report["step"]
-        values = {k: v for k, v in report.items() if k != "step"}
+        values = lengths | {k: v for k, v in report.items() if k != "step"}
         source = f"rlguard platform job {job_id} step {step}"
         rows.append(job_row(job, quote["rollout_tp"], job_id, step, source, values))
     return rows
