@@ -1,5 +1,6 @@
 """Fit the step model to the shipped verl measurements and measure its fidelity: the coefficients
-(written to the package, where `--setup FILE.yaml` and `calibrate` read them), every run's
+(written to the package, where `--setup FILE.yaml`, `calibrate` and the platform's quotes read
+them, with the in-domain runs' leave-one-run-out errors that make a quote's band), every run's
 leave-one-run-out error per phase (a run out of the domain is predicted, never fitted), the
 in-sample errors, each run's exposed communication at datasheet bandwidth, and how far measured
 verl generation sits above the roofline (the simulator's old model, now its lower bound).
@@ -29,6 +30,7 @@ from rlguard.runtime.calib.fit import (
     run_errors,
 )
 from rlguard.runtime.calib.measured import PHASES, by_run, read_measured
+from rlguard.runtime.calib.quote import band_of
 from rlguard.runtime.calib.replay import Replay
 from rlguard.runtime.policies.pricing import Prices
 from rlguard.runtime.sim.hardware import GB
@@ -174,17 +176,18 @@ def main() -> None:
         "steps": sum(not r.out_of_domain for r in rows),
         "command": "python benchmarks/bench_calibration.py",
     }
-    save_coefficients(coefs, args.coefficients, about)
     loro = leave_one_run_out(feats)
-    fitted = in_sample(feats, coefs)
     reasons = {r.run: r.out_of_domain for r in rows if r.out_of_domain}
     outside = set(reasons)
+    covered = [e for e in loro if e.run not in outside]
+    save_coefficients(coefs, args.coefficients, {**about, "leave_one_run_out": band_of(covered)})
+    fitted = in_sample(feats, coefs)
     payload = {
         **about,
         "coefficients": coefs.model_dump(),
         "leave_one_run_out": {
             "summary": summary(loro),
-            "summary_covered": summary([e for e in loro if e.run not in outside]),
+            "summary_covered": summary(covered),
             "runs": table(loro, outside),
         },
         "in_sample": {"summary": summary(fitted), "runs": table(fitted, outside)},

@@ -22,6 +22,7 @@ class RecordingExecutor:
 
     env: dict[str, dict[str, str]] = field(default_factory=dict)
     stopped: list[str] = field(default_factory=list)
+    released: list[str] = field(default_factory=list)  # runs whose actor it was asked to kill
 
     def capacity(self) -> int:
         return 2
@@ -32,6 +33,9 @@ class RecordingExecutor:
 
     def stop(self, handle, grace_s) -> None:  # type: ignore[no-untyped-def]
         self.stopped.append(handle)
+
+    def release(self, handle) -> None:  # type: ignore[no-untyped-def]
+        self.released.append(handle)
 
 
 @contextmanager

@@ -1,6 +1,6 @@
 """The dashboard in a real browser: Playwright driving Debian's Chromium (headless) against a live
 `rlguard serve` on loopback. Sign-in, a refused key, the jobs table following a job's states
-without a reload, a stopped job's chart markers and evidence, and tenant isolation.
+without a reload, a stopped job's chart markers, evidence and quote, and tenant isolation.
 
 Screenshots go to $RLGUARD_SCREENSHOTS when set (docs/img is made that way), else the test's
 temporary directory. CI installs Chromium (.ci/run) and fails rather than skips without it."""
@@ -20,6 +20,17 @@ pytestmark = pytest.mark.ray
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 HACKING = [0.30, 0.40, 0.50, 0.60, 0.55, 0.50, 0.45, 0.40, 0.35, 0.30]
 TIMEOUT_MS = 60_000
+SETUP = {  # what the hacking job stands for, for its quote: GRPO on one H100
+    "model": "qwen2.5-0.5b",
+    "gpu": "h100",
+    "n_gpus": 1,
+    "prompts_per_step": 64,
+    "samples_per_prompt": 5,
+    "prompt_length_mean": 104,
+    "response_length_mean": 330,
+    "max_response_length": 1024,
+    "steps": 10,
+}
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +90,8 @@ def test_jobs_table_follows_a_stopped_job_and_its_page_shows_why(live_server, pa
 
     _sign_in(page, server.url, key)
     page.locator("#jobs").wait_for()
-    job = client.submit({"command": curve_command(HACKING, 0.4, hacked=True), "gpus": 1})
+    command = curve_command(HACKING, 0.4, hacked=True)
+    job = client.submit({"command": command, "gpus": 1, "setup": SETUP})
     row = page.locator(f'tr[data-job="{job["id"]}"]')
     row.wait_for()  # appeared through the event stream, with no reload
     seen = set()
@@ -101,6 +113,9 @@ def test_jobs_table_follows_a_stopped_job_and_its_page_shows_why(live_server, pa
     assert evidence.count() == 4  # EvalStop k = 3 rests on its last 4 evals
     scores = [float(x) for x in evidence.locator("td:nth-child(3)").all_inner_texts()]
     assert scores == [0.60, 0.55, 0.50, 0.45]
+    quoted = page.locator('#quote tr[data-phase="total"] td:nth-child(2)').inner_text()
+    assert quoted == f"{job['quote']['step_s']['total']:.1f} s"  # the quote, as submitted
+    assert page.locator("#budget").inner_text().startswith("measured ")  # beside it, finished
     best_row = page.locator("#checkpoints tr[data-best]")
     assert best_row.count() == 1
     assert best_row.locator("td.path").inner_text() == f"output/weights-{best}"  # not the server's

@@ -1,6 +1,7 @@
 """The watch thread of a run's actor, in process with a recording reporter: it stops the job once
 on the first stop answer and watches on until the process ends, then delivers; warnings are
-capped per code; a failing report or reader is a warning, never the end of the watch."""
+capped per code; a failing report or reader is a warning, never the end of the watch; verl's step
+timers go as the job's steps."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 import threading
 from pathlib import Path
 
+from rlguard.platform.client import PlatformError
 from rlguard.platform.jobwatch import WARNINGS_PER_CODE, JobWatch
 
 SPEC = {
@@ -29,6 +31,7 @@ class Reporter:
         self.checkpoints: list[int] = []
         self.warnings: list[tuple[str, str]] = []
         self.deliveries: list[dict] = []
+        self.steps: list[tuple[int, dict]] = []
 
     def eval(self, step: int, **_) -> dict:
         if self.fail_evals:
@@ -45,6 +48,11 @@ class Reporter:
 
     def delivery(self, delivery: dict) -> None:
         self.deliveries.append(delivery)
+
+    def step(self, step: int, **timers: float) -> None:
+        if timers.get("gen_s") == 0:  # as the platform answers a timer of 0
+            raise PlatformError(422, {"error": {"message": "gen_s: Input should be > 0"}})
+        self.steps.append((step, timers))
 
 
 def log(job: Path, *records: dict | str) -> None:
@@ -106,3 +114,15 @@ def test_a_failing_report_is_a_warning_and_the_watch_goes_on(tmp_path):
     job_watch.finish()
     assert reporter.warnings[0][0] == "watch_error" and "TimeoutError" in reporter.warnings[0][1]
     assert reporter.evals == [20] and len(reporter.deliveries) == 1
+
+
+def test_verl_step_timers_go_as_the_jobs_steps_the_last_when_it_ends(tmp_path):
+    reporter = Reporter()
+    log(tmp_path, {"step": 1, "timing_s/gen": 0.0}, {"step": 2, "timing_s/gen": 30.0})
+    log(tmp_path, {"step": 3, "timing_s/gen": 28.0, "timing_s/step": 35.0, "acc": 0.5})
+    job_watch, _ = watch(tmp_path, reporter)
+    job_watch.start()
+    job_watch.finish()
+    assert reporter.steps == [(2, {"gen_s": 30.0}), (3, {"gen_s": 28.0, "step_s": 35.0})]
+    assert [code for code, _ in reporter.warnings] == ["step_refused"]  # step 1's 0, refused
+    assert reporter.evals == [3]

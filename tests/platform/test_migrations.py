@@ -1,5 +1,5 @@
 """The store's migrations on SQLite and PostgreSQL: 0002 turns a decision's listed evidence into
-the range of eval seqs it spans, and back."""
+the range of eval seqs it spans, and back; 0006 adds a job's quote and measured record."""
 
 from __future__ import annotations
 
@@ -54,4 +54,31 @@ def test_evidence_list_becomes_a_range_and_back(store_url, tmp_path):
     with engine.begin() as connection:
         command.downgrade(alembic_config(connection), "0001")
     assert _decision_evidence(engine) == [2, 3, 5]
+    engine.dispose()
+
+
+def test_quote_columns_come_empty_and_go(store_url, tmp_path):
+    """0006 adds a job's quote and measured record: empty for jobs recorded before it."""
+    engine = open_engine(store_url or f"sqlite:///{tmp_path / 'platform.db'}")
+    migrate(engine, "0004")
+    now = time.time()
+    with engine.begin() as c:
+        c.execute(text("INSERT INTO tenants VALUES ('t-1', 'a', 1, 1.0, :now)"), {"now": now})
+        c.execute(
+            text(
+                "INSERT INTO jobs (id, tenant_id, kind, job_kind, spec, gpus, cpus, estimate_s,"
+                " stop_policy, status, last_seq, gpu_seconds, gpu_hours_freed, created_at)"
+                " VALUES ('job-1', 't-1', 'command', 'rlhf', '{}', 1, 1, 1, '{}', 'succeeded',"
+                " 0, 0, 0, :now)"
+            ),
+            {"now": now},
+        )
+    migrate(engine)
+    with engine.connect() as c:
+        assert c.execute(text("SELECT quote, measured FROM jobs")).one() == (None, None)
+    with engine.begin() as connection:
+        command.downgrade(alembic_config(connection), "0004")
+    with engine.connect() as c:
+        columns = c.execute(text("SELECT * FROM jobs")).keys()
+    assert "quote" not in columns and "measured" not in columns
     engine.dispose()

@@ -63,7 +63,9 @@ def _show(obj: Any, json_out: bool) -> None:
 def submit(
     config: Annotated[Path | None, typer.Argument(help="an rlguard train YAML")] = None,
     command: Annotated[str | None, typer.Option(help="a command job's shell command")] = None,
-    gpus: Annotated[int, typer.Option(help="GPUs the job needs")] = 1,
+    gpus: Annotated[
+        int | None, typer.Option(help="GPUs the job needs (default: the setup's, else 1)")
+    ] = None,
     cpus: Annotated[float, typer.Option(help="CPUs the job needs")] = 1.0,
     kind: Annotated[str | None, typer.Option(help="command jobs: rlhf, sft, dpo, ...")] = None,
     estimate_s: Annotated[float | None, typer.Option(help="your runtime estimate")] = None,
@@ -77,14 +79,33 @@ def submit(
         str | None,
         typer.Option(help="command jobs: a preset (verl, trl, ...) or a YAML watch spec file"),
     ] = None,
+    setup: Annotated[
+        Path | None,
+        typer.Option(
+            help="what the job runs (YAML, as `runtime simulate --setup`, + steps): quoted"
+        ),
+    ] = None,
+    budget_gpu_hours: Annotated[
+        float | None, typer.Option(help="stop the job when its pace projects past this")
+    ] = None,
     json_out: JsonOut = False,
 ) -> None:
-    """Submit a train config or a command; prints the job (with its id)."""
+    """Submit a train config or a command; prints the job (with its id) and its quote."""
     from rlguard.train.config import load_yaml
 
     if (config is None) == (command is None):
         raise InputError("give exactly one of CONFIG or --command")
-    body: dict[str, Any] = {"gpus": gpus, "cpus": cpus}
+    if budget_gpu_hours is not None and not budget_gpu_hours > 0:
+        raise InputError(
+            f"option --budget-gpu-hours: must be greater than 0 (got {budget_gpu_hours})"
+        )
+    body: dict[str, Any] = {"cpus": cpus}
+    if gpus is not None:
+        body["gpus"] = gpus
+    if setup is not None:
+        body["setup"] = setup_option(setup)
+    if budget_gpu_hours is not None:
+        body["budget_gpu_hours"] = budget_gpu_hours
     if config is not None:
         body["config"] = load_yaml(config)
     else:
@@ -95,7 +116,38 @@ def submit(
     body["stop_policy"] = {key: v for key, v in policy.items() if v not in (None, False)}
     if watch is not None:
         body["watch"] = watch_option(watch)
-    _show(_call(_client().submit, body), json_out)
+    job = _call(_client().submit, body)
+    _show(job, json_out)
+    if not json_out:
+        print(quote_line(job))
+
+
+def setup_option(path: Path) -> dict[str, Any]:
+    """--setup: the job file, checked here so a bad one is one line before anything is sent."""
+    from rlguard.runtime.calib.quote import QuoteSetup
+    from rlguard.runtime.policies.datafile import build, read_mapping
+
+    raw = read_mapping(path)
+    build(QuoteSetup, raw, str(path))
+    return raw
+
+
+def quote_line(job: dict[str, Any]) -> str:
+    """The job's quote in one line (or why it has none)."""
+    q = job.get("quote") or {}
+    if q.get("status") != "quoted":
+        return f"quote: none ({q.get('reason', 'the platform gave none')})"
+    step, band = q["step_s"], q.get("band")
+    phases = " + ".join(f"{p} {step[p]:.1f}" for p in ("generation", "scoring", "training"))
+    spread = ""
+    if band:
+        lo, hi = band["gpu_hours"]
+        spread = f" (leave-one-run-out band {lo:.3g}-{hi:.3g})"
+    return (
+        f"quote: {step['total']:.1f} s a step ({phases}) x {q['steps']} steps = "
+        f"{q['total_s'] / 3600:.3g} h on {q['n_gpus']} {q['gpu']}, {q['gpu_hours']:.3g} GPU-h"
+        f"{spread}; estimate_s {job['estimate_s']:.0f} ({job['estimate_source']})"
+    )
 
 
 def watch_option(value: str) -> str | dict[str, Any]:
@@ -174,18 +226,46 @@ def export_curves(
     from rlguard.platform.replay import job_curve
 
     client = _client()
-    jobs, after = [], None
-    while True:
-        page = _call(client.jobs, 1000, after)
-        jobs.extend(page["data"])
-        if not page["has_more"]:
-            break
-        after = page["data"][-1]["id"]
+    jobs = _all_jobs(client)
     curves = [c for job in jobs if (c := job_curve(job, _call(client.all_events, job["id"])))]
     if not curves:
         raise InputError("no job has two or more evals with scores in [0, 1] to export")
     write_curves(out, curves, source=f"rlguard platform at {os.environ['RLGUARD_URL']}")
     print(f"wrote {len(curves)} of {len(jobs)} jobs' curves to {out}")
+
+
+@jobs_app.command("export-steps")
+def export_steps(
+    out: Annotated[
+        Path, typer.Argument(help="CSV to write (runtime/data/verl_steps.csv's columns)")
+    ],
+) -> None:
+    """Your finished quoted jobs' reported steps (every tenant's, with an admin key), for
+    `rlguard runtime calibrate OUT.csv --setup JOB.yaml --out PROFILE.yaml`."""
+    from rlguard.io import write_text
+    from rlguard.platform.states import TERMINAL
+    from rlguard.platform.steps import step_rows, write_csv
+
+    client = _client()
+    jobs = [j for j in _all_jobs(client) if j["status"] in TERMINAL]
+    rows = []
+    for job in jobs:
+        reports = [e["data"] for e in _call(client.all_events, job["id"]) if e["type"] == "metrics"]
+        rows += step_rows(job["id"], job.get("quote"), job.get("setup"), reports)
+    if not rows:
+        raise InputError("no finished quoted job reported two or more steps to export")
+    write_text(out, write_csv(rows))
+    print(f"wrote {len(rows)} steps of {len({r.run for r in rows})} jobs to {out}")
+
+
+def _all_jobs(client) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
+    jobs, after = [], None
+    while True:
+        page = _call(client.jobs, 1000, after)
+        jobs.extend(page["data"])
+        if not page["has_more"]:
+            return jobs
+        after = page["data"][-1]["id"]
 
 
 @jobs_app.command()

@@ -45,9 +45,11 @@ from rlguard.platform.schemas import (
     DeliveryReport,
     EvalReport,
     JobCreate,
+    StepReport,
     WatchWarningReport,
 )
 from rlguard.platform.service import Conflict, NotFound, Platform, Unauthorized
+from rlguard.platform.step_reports import StepReports
 from rlguard.platform.uploader import BadCheckpointPath
 from rlguard.platform.usage import cluster_view, occupancy_view, usage_view
 from rlguard.platform.views import checkpoint_view, decision_view, event_view, job_view, page
@@ -172,6 +174,7 @@ def create_app(platform: Platform, ingest: EvalIngest, deposits: Deposits) -> Fa
     app.state.platform, app.state.deposits = platform, deposits
     app.include_router(artifact_routes)
     reports = WatchReports(platform)  # watchers' warnings and deliveries
+    steps = StepReports(platform)  # jobs' step timings
     app.add_middleware(BodyLimit)
     app.add_exception_handler(ApiError, on_api_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
@@ -360,11 +363,11 @@ def create_app(platform: Platform, ingest: EvalIngest, deposits: Deposits) -> Fa
         return answer
 
     def _job_report(
-        report: Callable[[str, str, Any], None], job_id: str, body: Any, request: Request
-    ) -> None:
+        report: Callable[[str, str, Any], Any], job_id: str, body: Any, request: Request
+    ) -> Any:
         """Store one of a running job's reports, its refusals in the API's shape."""
         try:
-            report(job_id, _job_token(request), body)
+            return report(job_id, _job_token(request), body)
         except Unauthorized:
             raise ApiError(401, "invalid job token for this job", "invalid_job_token") from None
         except Conflict as e:
@@ -391,6 +394,12 @@ def create_app(platform: Platform, ingest: EvalIngest, deposits: Deposits) -> Fa
         """The checkpoint a watcher delivers for the job's best eval (watch_reports.py)."""
         _job_report(reports.delivery, job_id, body, request)
         return {"object": "job.delivery.ack", "job": job_id, "step": body.step}
+
+    @app.post("/v1/jobs/{job_id}/steps", status_code=201)
+    def report_step(job_id: str, body: StepReport, request: Request) -> dict[str, Any]:
+        """One training step's timers and lengths (step_reports.py)."""
+        duplicate = _job_report(steps.step, job_id, body, request)
+        return {"object": "job.step.ack", "job": job_id, "step": body.step, "duplicate": duplicate}
 
     @app.get("/v1/usage")
     def usage(who: Reader) -> dict[str, Any]:

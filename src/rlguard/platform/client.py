@@ -231,6 +231,12 @@ class JobReporter:
         body = {"step": step, "path": path, "metrics": metrics or {}}
         self._post(f"/v1/jobs/{self.job_id}/checkpoints", body, CHECKPOINT_WAIT_S)
 
+    def step(self, step: int, **timings: float) -> dict[str, Any]:
+        """One training step's timers and lengths, by verl's names with `_s` for `timing_s/`
+        (`gen_s`, `old_log_prob_s`, `ref_s`, `update_actor_s`, `step_s`,
+        `response_length_mean`, ...: runtime/data/verl_steps.csv's columns)."""
+        return self._post(f"/v1/jobs/{self.job_id}/steps", {"step": step, **timings})
+
     def warning(self, code: str, message: str, data: dict[str, Any] | None = None) -> None:
         """A warning event on the job (a watcher's: a tag never seen, a NaN, ...)."""
         body = {"code": code, "message": message, "data": data or {}}

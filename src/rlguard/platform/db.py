@@ -66,6 +66,8 @@ class Job(Base):
     finished_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     uid: Mapped[int | None] = mapped_column(Integer, index=True, unique=True, nullable=True)
     sandbox: Mapped[str | None] = mapped_column(String(40), nullable=True)  # what its runs got
+    quote: Mapped[dict[str, Any] | None] = mapped_column(nullable=True)  # at submission
+    measured: Mapped[dict[str, Any] | None] = mapped_column(nullable=True)  # when it finished
 
 
 class Run(Base):

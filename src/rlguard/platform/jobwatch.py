@@ -4,7 +4,8 @@ The actor is outside the job's sandbox and can read the job's directory; the wat
 only through checked descriptors (watchers/files.py), so links the job plants lead nowhere. A
 stdout watch without a path reads the run's captured stdout and stderr (the platform's log). Evals
 and checkpoints go to the platform as `JobReporter` sends them, with the run's own job token: the
-same idempotency by step, the same stop rule and decisions with evidence. On the first "stop"
+same idempotency by step, the same stop rule and decisions with evidence; verl's step timers go
+as the job's steps (watchers/step_timers.py). On the first "stop"
 answer the job is stopped as a cancel stops it (`stop_job`: SIGTERM to the job, SIGKILL after the
 grace), and the watch goes on until the process has exited, so a checkpoint the framework saves
 on SIGTERM is still seen. Then a last poll, and the delivery: the checkpoint saved at the best
@@ -23,7 +24,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from rlguard.platform.client import JobReporter
+from rlguard.platform.client import JobReporter, PlatformError
 from rlguard.platform.watchers import Watcher, WatchSpec, WatchWarning
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,7 @@ class JobWatch(threading.Thread):
             on_checkpoint=reporter.checkpoint,
             on_warning=self._warning,
             stdout_log=stdout_log,
+            on_step=self._step,
         )
 
     def finish(self) -> None:
@@ -67,6 +69,8 @@ class JobWatch(threading.Thread):
             self._poll()
             self.ended.wait(self.watcher.spec.poll_s)
         self._poll()
+        if self.watcher.timers is not None:
+            self.watcher.timers.flush(final=True)
         try:
             self.reporter.delivery(dataclasses.asdict(self.watcher.delivered()))
         except Exception:
@@ -85,6 +89,14 @@ class JobWatch(threading.Thread):
             self.stopping = True
             self.stop_job()
         return answer
+
+    def _step(self, step: int, **timers: float) -> None:
+        """A step's timers; one the platform refuses (a 0 timer) is a warning, not a lost poll."""
+        try:
+            self.reporter.step(step, **timers)
+        except PlatformError as e:
+            message = f"step {step}'s timers were refused: {e}"[:2000]
+            self._warning(WatchWarning("step_refused", message, {"step": step}))
 
     def _warning(self, warning: WatchWarning) -> None:
         self.warned[warning.code] += 1

@@ -17,7 +17,7 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
 
 from rlguard.cluster.events import Decision, EvalEvent
-from rlguard.platform import states
+from rlguard.platform import budget, states
 from rlguard.platform.artifacts import StoredCheckpoint
 from rlguard.platform.db import Checkpoint, DecisionRecord, Event, Job
 from rlguard.platform.keys import new_id, same_digest
@@ -155,6 +155,8 @@ class Reports:
         if job.status != states.STOPPING:
             verdict = self.platform.rules.observe(active.rule, eval_event(job, report))
             decision = self._decide(batch, job, active, event["seq"], verdict)
+        if job.status != states.STOPPING:
+            decision = self._budget(batch, job, event["seq"], report.progress) or decision
         batch.decided[job_id, report.step] = (event["seq"], decision)
         return self._answer(job, event["seq"], decision, duplicate=False)
 
@@ -182,25 +184,59 @@ class Reports:
     def _decide(
         self, batch: _Batch, job: Job, active: Active, seq: int, verdict: Decision
     ) -> dict[str, Any]:
+        rule = active.rule
+        return self._record(
+            batch,
+            job,
+            seq,
+            {"rule": rule.rule, "params": rule.params.model_dump(), "shadow": rule.shadow},
+            verdict.stop,
+            verdict.reason,
+            evidence(rule, active.eval_seqs),
+        )
+
+    def _budget(self, batch: _Batch, job: Job, seq: int, progress: float) -> dict[str, Any] | None:
+        """Stop the job if its pace projects past its budget (budget.py); None otherwise."""
+        gpu_hours = job.gpus * self.platform.table.executed_s(job.id, time.time()) / 3600
+        projected = budget.projection(job.spec, gpu_hours, progress)
+        if projected is None or not projected.over:
+            return None
+        rule = {"rule": budget.RULE, "params": {"budget_gpu_hours": projected.budget_gpu_hours}}
+        seqs = {"from_seq": seq, "to_seq": seq, "evals": 1}
+        evidence_ = {**seqs, **projected.evidence()}
+        return self._record(
+            batch, job, seq, {**rule, "shadow": False}, True, projected.reason(), evidence_
+        )
+
+    def _record(
+        self,
+        batch: _Batch,
+        job: Job,
+        seq: int,
+        rule: dict[str, Any],
+        stop: bool,
+        reason: str,
+        evidence_: dict[str, Any],
+    ) -> dict[str, Any]:
+        """Store a decision (`rule`: its rule, params and shadow); a stop is an event too, and
+        one that is not a shadow's stops the job."""
         decision = {
             "id": new_id("dec"),
             "job_id": job.id,
             "event_seq": seq,
-            "rule": active.rule.rule,
-            "params": active.rule.params.model_dump(),
-            "stop": verdict.stop,
-            "shadow": active.rule.shadow,
-            "reason": verdict.reason,
-            "evidence": evidence(active.rule, active.eval_seqs),
+            **rule,
+            "stop": stop,
+            "reason": reason,
+            "evidence": evidence_,
             "created_at": time.time(),
         }
         batch.decisions.append(decision)
-        if verdict.stop:
+        if stop:
             keys = ("rule", "stop", "reason", "shadow", "evidence")
             data = {"decision": decision["id"], **{k: decision[k] for k in keys}}
             batch.events.append(self.platform.next_event(job, "decision", data, "warning"))
-        if verdict.stop and not active.rule.shadow:
-            self.platform.stop_early(batch.session, job, f"{active.rule.rule}: {verdict.reason}")
+        if stop and not rule["shadow"]:
+            self.platform.stop_early(batch.session, job, f"{rule['rule']}: {reason}")
         return self._summary(decision)
 
     @staticmethod

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from rlguard.platform.watchers import WatchSpec
 from rlguard.platform.watchers.checkpoints import RULES as DELIVERY_RULES
+from rlguard.runtime.calib.quote import QuoteSetup
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 Step = Annotated[int, Field(ge=0, le=2**31 - 1)]  # a 32-bit INTEGER column on PostgreSQL
@@ -62,6 +63,14 @@ class JobCreate(Strict):
         description="command jobs: where the job's framework logs evals and saves checkpoints "
         "(a preset name, or a spec: docs/watchers.md); a watcher beside the job reports them",
     )
+    setup: QuoteSetup | None = Field(
+        None,
+        description="what the job runs, as `rlguard runtime simulate --setup` reads it, plus "
+        "`steps`: the job is quoted from it at submission (default gpus: its n_gpus)",
+    )
+    budget_gpu_hours: Finite | None = Field(
+        None, gt=0, description="stop the job when its pace projects more GPU-hours than this"
+    )
 
     @field_validator("watch", mode="before")
     @classmethod
@@ -85,6 +94,12 @@ class JobCreate(Strict):
             if "\x00" in value:
                 raise ValueError(f"the value of {name} contains a NUL character")
         return env
+
+    @model_validator(mode="after")
+    def _gpus_of_setup(self) -> JobCreate:
+        if self.setup is not None and "gpus" not in self.model_fields_set:
+            self.gpus = self.setup.n_gpus  # past a quota or the cluster: refused at submission
+        return self
 
     @model_validator(mode="after")
     def _one_body(self) -> JobCreate:
@@ -123,6 +138,29 @@ class WatchWarningReport(Strict):
     code: str = Field(pattern=r"^[a-z_]{1,40}$")
     message: Text = Field(max_length=2000)
     data: dict[str, Any] = Field(default_factory=dict)
+
+
+class StepReport(Strict):
+    """One training step's timers and lengths, as verl logs them (`timing_s/gen` is `gen_s`):
+    the columns of runtime/data/verl_steps.csv, so finished jobs can be exported to recalibrate."""
+
+    step: Step
+    gen_s: Finite | None = Field(None, gt=0)
+    generate_sequences_s: Finite | None = Field(None, gt=0)
+    reshard_s: Finite | None = Field(None, ge=0)
+    old_log_prob_s: Finite | None = Field(None, ge=0)
+    ref_s: Finite | None = Field(None, ge=0)
+    values_s: Finite | None = Field(None, ge=0)
+    adv_s: Finite | None = Field(None, ge=0)
+    update_critic_s: Finite | None = Field(None, ge=0)
+    update_actor_s: Finite | None = Field(None, gt=0)
+    testing_s: Finite | None = Field(None, ge=0)
+    step_s: Finite | None = Field(None, gt=0)
+    prompt_length_mean: Finite | None = Field(None, gt=0)
+    response_length_mean: Finite | None = Field(None, gt=0)
+    response_length_max: Finite | None = Field(None, gt=0)
+    response_clip_ratio: Finite | None = Field(None, ge=0, le=1)
+    mfu_actor: Finite | None = Field(None, gt=0, description="verl's perf/mfu/actor")
 
 
 class DeliveryReport(Strict):

@@ -23,12 +23,13 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from rlguard.errors import InputError
-from rlguard.platform import jobspec, states
+from rlguard.platform import jobspec, quotes, states
 from rlguard.platform.db import Event, Job, Run, Tenant
 from rlguard.platform.executor import RayExecutor, RunHandle
 from rlguard.platform.jobview import JobViews
 from rlguard.platform.keys import JOB_TOKEN_PREFIX, digest, new_id, new_secret
 from rlguard.platform.live_table import LiveTable
+from rlguard.platform.outcome import measured
 from rlguard.platform.rules import JobRule, StopRules
 from rlguard.platform.sandbox import UID_BASE
 from rlguard.platform.schemas import JobCreate
@@ -188,8 +189,9 @@ class Platform:
             )
         if body.gpus > self.capacity:
             raise InputError(f"gpus: {body.gpus} exceeds the cluster's {self.capacity} GPUs")
+        quoted = quotes.quote_job(body, admitted.spec)
         now = time.time()
-        estimate = body.estimate_s or 3600.0
+        estimate = quotes.estimate_s(body, quoted)
         with self.lock, self.store.transaction() as s:
             job = Job(
                 id=job_id,
@@ -206,6 +208,7 @@ class Platform:
                 last_seq=0,
                 created_at=now,
                 sandbox=self.views.label,
+                quote=quoted,
             )
             self.transition(s, job, states.VALIDATING)
             self.transition(s, job, states.QUEUED)
@@ -436,6 +439,7 @@ class Platform:
     def _finish(self, s: Session, job: Job, status: str, reason: str | None = None) -> None:
         job.finished_at = time.time()
         job.token_digest = None
+        job.measured = measured(s, job, self.table.last_progress(job.id))
         self.transition(s, job, status, reason)
         self.active.pop(job.id, None)
         self.table.leave(job.id, job.finished_at, requeue=False)

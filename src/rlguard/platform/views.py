@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from rlguard.platform.db import Checkpoint, DecisionRecord, Event, Job
+from rlguard.platform.quotes import estimate_source
 
 
 def stamp(t: float | None) -> int | None:
@@ -36,6 +37,11 @@ def job_view(
         "gpus": job.gpus,
         "cpus": job.cpus,
         "estimate_s": job.estimate_s,
+        "estimate_source": estimate_source(job.spec, job.quote),  # user, quote or default
+        "setup": job.spec.get("setup"),
+        "quote": job.quote,  # predicted at submission (docs/platform.md "Quotes and budgets")
+        "budget_gpu_hours": job.spec.get("budget_gpu_hours"),
+        "measured": job.measured,  # beside the quote, once it has finished
         "status": job.status,
         "stop_policy": job.stop_policy,
         "stop_reason": job.stop_reason,

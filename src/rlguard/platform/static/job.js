@@ -1,7 +1,8 @@
 // One job: eval score and proxy reward against step (two axes, KL where reported), the stop point
-// and the delivered best checkpoint marked on the curve, the stop decision with its evidence,
-// checkpoints, and a live log tail.
+// and the delivered best checkpoint marked on the curve, the stop decision with its evidence, its
+// quote beside what it measured, checkpoints, and a live log tail.
 import { duration, el, runningSeconds, score } from "./format.js";
+import { quoteView } from "./quote.js";
 
 const LOG_POLL_MS = 2000;
 const STEP_INCREMENTS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000];
@@ -17,8 +18,9 @@ export async function showJob(view, { api }, id) {
   const header = el("div", { class: "toolbar" });
   const chartBox = el("div", { class: "chart", id: "chart" });
   const decisions = el("section", { id: "decision" });
+  const quote = el("div", {}, quoteView(job));
   const log = el("pre", { id: "log", class: "log", tabindex: 0, "aria-label": "Log tail" });
-  view.append(header, chartBox, decisions,
+  view.append(header, chartBox, decisions, quote,
     el("section", {}, el("h2", { text: "Checkpoints" }), checkpointTable(checkpoints, api, id)),
     el("section", {}, el("h2", { text: "Log" }), log));
 
@@ -43,6 +45,7 @@ export async function showJob(view, { api }, id) {
         decisions.replaceChildren(...stops.map((d) => decisionView(d, evals)));
       }
       drawHeader();
+      quote.replaceChildren(quoteView(job));
       chart.update(evals, job, stops);
     }
   });

@@ -13,6 +13,9 @@ file or the same one) warns `step_backwards` once per drop, and reporting resume
 highest step already reported: the first attempt's evals stand, the platform's stop rule sees one
 curve with steps increasing.
 
+Step timers. Given `on_step`, verl's per-step timers and lengths are reported too
+(step_timers.py), each step once.
+
 Scores. `mode: max` reports the value; `mode: min` (a loss) reports its negation, so that every
 stop rule and the best checkpoint read higher as better. Proxy, KL and loss are the values of
 their tags at the eval's step, or the last logged before it.
@@ -34,6 +37,7 @@ from rlguard.platform.watchers.jsonl import JsonlReader
 from rlguard.platform.watchers.points import Point, WatchWarning
 from rlguard.platform.watchers.spec import WatchSpec
 from rlguard.platform.watchers.stdout import RegexReader
+from rlguard.platform.watchers.step_timers import StepTimers
 from rlguard.platform.watchers.tensorboard import TensorBoardReader
 from rlguard.platform.watchers.totals import TotalSteps
 from rlguard.platform.watchers.trainer_state import TrainerStateReader
@@ -112,6 +116,7 @@ class Watcher:
         on_warning: Callable[[WatchWarning], Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
         stdout_log: str | Path | None = None,
+        on_step: Callable[..., Any] | None = None,
     ) -> None:
         self.spec, self.job_dir = spec, Path(job_dir)
         self.stdout_log = None if stdout_log is None else Path(stdout_log)
@@ -120,6 +125,7 @@ class Watcher:
         roles = {("eval_tag" if r == "eval" else f"{r}_tag"): t for r, t in spec.tags.items()}
         self.matcher = Matcher({r.removesuffix("_tag"): t for r, t in roles.items()}, self.warn)
         self.totals = TotalSteps(self.job_dir, spec.total_steps, self.warn)
+        self.timers = None if on_step is None else StepTimers(on_step)  # step_timers.py
         self.reader = self._reader()
         self.checkpoints = (
             None
@@ -152,7 +158,8 @@ class Watcher:
         return TrainerStateReader(job_dir, spec.path, self.wanted, self.warn)
 
     def wanted(self, tag: str) -> bool:
-        return tag == self.totals.tag or self.matcher.role(tag) is not None
+        timer = self.timers is not None and self.timers.wanted(tag)
+        return timer or tag == self.totals.tag or self.matcher.role(tag) is not None
 
     def warn(self, warning: WatchWarning) -> None:
         if self.on_warning is not None:
@@ -176,6 +183,10 @@ class Watcher:
             if point.tag == self.totals.tag:
                 self.totals.seen(point.value)
                 total = self.totals.value
+            if self.timers is not None and self.timers.wanted(point.tag):
+                if (value := self._checked(point)) is not None:
+                    self.timers.seen(point.step, point.tag, value)
+                continue
             role = self.matcher.role(point.tag)
             if role is None:
                 continue
@@ -185,6 +196,8 @@ class Watcher:
             elif value is not None:
                 self.side[role][point.step] = value
         reports = [self._report(step, score, total) for step, score in sorted(evals.items())]
+        if self.timers is not None:
+            self.timers.flush()
         self._checkpoints()
         self._no_eval_yet()
         return reports

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from rlguard.errors import InputError
 from rlguard.runtime.calib.coefficients import Coefficients, load_coefficients
 from rlguard.runtime.calib.job import JobFile, calibrated_job_profile
-from rlguard.runtime.calib.measured import PHASES, MeasuredStep
+from rlguard.runtime.calib.measured import PHASES, MeasuredStep, read_measured
 from rlguard.runtime.calib.replay import (
     GENERATION,
     SCORING,
@@ -52,47 +53,57 @@ class PhaseFit:
         return self.shipped_s / self.measured_s - 1
 
 
+def job_row(
+    job: JobFile, tp: int, run: str, step: int, source: str, values: dict[str, Any]
+) -> MeasuredStep:
+    """One measured step of the job: what ran from the job file, the times and lengths from
+    `values` (MeasuredStep's fields; others are ignored)."""
+    row = MeasuredStep(
+        run=run,
+        step=step,
+        source=source,
+        model=job.model,
+        gpu=job.gpu,
+        n_gpus=job.n_gpus,
+        rollout_tp=tp,
+        enforce_eager=job.engine.enforce_eager,
+        max_num_seqs=job.engine.max_num_seqs,
+        gpu_memory_utilization=job.engine.gpu_memory_utilization,
+        algorithm=job.algorithm,
+        prompts_per_step=job.prompts_per_step,
+        n_samples=job.samples_per_prompt,
+        max_prompt_length=job.max_prompt_length,
+        max_response_length=job.max_response_length,
+        lora_rank=job.lora_rank,
+        actor_strategy=job.trainer.strategy,
+        train_tp=job.trainer.tp,
+        train_pp=job.trainer.pp,
+        train_vpp=job.trainer.vpp,
+        micro_batch_per_gpu=job.trainer.micro_batch_per_gpu,
+        mini_batch_prompts=job.trainer.mini_batch_prompts,
+        **{k: v for k, v in values.items() if k in MeasuredStep.model_fields},
+    )
+    return row if job.reference_model else row.model_copy(update={"ref_s": None})
+
+
 def rows_from_logs(job: JobFile, where: str, logs: list[Path]) -> list[MeasuredStep]:
-    """One row per logged step, the first step of each log left out (it warms up)."""
+    """One row per logged step, the first step of each log left out (it warms up); a `.csv`
+    file is read as rows of runtime/data/verl_steps.csv's columns, as they are (what
+    `rlguard jobs export-steps` writes, its first steps already left out)."""
     tp = calibrated_job_profile(job, where).gpus_per_actor
     rows = []
     for log in logs:
+        if log.suffix == ".csv":
+            rows.extend(read_measured(log))
+            continue
         steps = read_verl_log(log)
         for step, values in list(steps.items())[1:]:
             for field, key in NEEDED.items():
                 if field not in values:
                     raise InputError(f"{log}: step {step} has no '{key}' metric")
-            rows.append(
-                MeasuredStep(
-                    run=str(log),
-                    step=step,
-                    source=f"{log} step {step}",
-                    model=job.model,
-                    gpu=job.gpu,
-                    n_gpus=job.n_gpus,
-                    rollout_tp=tp,
-                    enforce_eager=job.engine.enforce_eager,
-                    max_num_seqs=job.engine.max_num_seqs,
-                    gpu_memory_utilization=job.engine.gpu_memory_utilization,
-                    algorithm=job.algorithm,
-                    prompts_per_step=job.prompts_per_step,
-                    n_samples=job.samples_per_prompt,
-                    max_prompt_length=job.max_prompt_length,
-                    max_response_length=job.max_response_length,
-                    lora_rank=job.lora_rank,
-                    actor_strategy=job.trainer.strategy,
-                    train_tp=job.trainer.tp,
-                    train_pp=job.trainer.pp,
-                    train_vpp=job.trainer.vpp,
-                    micro_batch_per_gpu=job.trainer.micro_batch_per_gpu,
-                    mini_batch_prompts=job.trainer.mini_batch_prompts,
-                    **{k: v for k, v in values.items() if k in MeasuredStep.model_fields},
-                )
-            )
+            rows.append(job_row(job, tp, str(log), step, f"{log} step {step}", values))
     if not rows:
         raise InputError(f"{', '.join(map(str, logs))}: no step after the first to fit")
-    if not job.reference_model:
-        rows = [r.model_copy(update={"ref_s": None}) for r in rows]
     return rows
 
 

@@ -78,6 +78,12 @@ class JobFile(BaseModel):
     profile: str | None = Field(None, description="a profile file replacing the calibrated one")
     tau: float = Field(0.9, gt=0, le=1)
     lam: float = Field(0.5, ge=0, le=1)
+    steps: int | None = Field(
+        None,
+        gt=0,
+        description="training steps: the platform quotes steps x step (a simulation"
+        " runs single steps and ignores it)",
+    )
 
     @model_validator(mode="after")
     def _whole_replicas(self) -> JobFile:
