@@ -139,9 +139,9 @@ def _job_views(s: Session, platform: Platform, jobs: list[Job]) -> list[dict[str
         for c in s.scalars(select(Checkpoint).where(Checkpoint.job_id.in_(ids), Checkpoint.is_best))
     }
     attempts = dict(
-        s.execute(select(Run.job_id, func.count()).where(Run.job_id.in_(ids)).group_by(Run.job_id))
-        .tuples()
-        .all()
+        s.execute(
+            select(Run.job_id, func.count()).where(Run.job_id.in_(ids)).group_by(Run.job_id)
+        ).all()
     )
     owners = {j.tenant_id for j in jobs}
     names = dict(s.execute(select(Tenant.id, Tenant.name).where(Tenant.id.in_(owners))).all())
