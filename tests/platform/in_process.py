@@ -22,6 +22,8 @@ class RecordingExecutor:
 
     env: dict[str, dict[str, str]] = field(default_factory=dict)
     stopped: list[str] = field(default_factory=list)
+    released: list[str] = field(default_factory=list)  # runs whose actor it was asked to kill
+    dead: set[str] = field(default_factory=set)  # runs whose actor "Ray" says is dead
 
     def capacity(self) -> int:
         return 2
@@ -32,6 +34,12 @@ class RecordingExecutor:
 
     def stop(self, handle, grace_s) -> None:  # type: ignore[no-untyped-def]
         self.stopped.append(handle)
+
+    def release(self, handle) -> None:  # type: ignore[no-untyped-def]
+        self.released.append(handle)
+
+    def gone(self, run_id: str) -> bool:
+        return run_id in self.dead
 
 
 @contextmanager
