@@ -1,0 +1,83 @@
+"""A multi-node Ray cluster on one host for the platform's tests: a head without GPUs and worker
+nodes of one virtual GPU each. Every node is a `ray start --block` of its own, in its own process
+group with its own temp dir, so SIGKILLing that group is a machine dying: its raylet, object
+store and workers (the jobs' actors) go at once, and only Ray's health checks notice."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from live_platform import free_port
+
+RAY = str(Path(sys.executable).with_name("ray"))
+
+
+@dataclass
+class RayCluster:
+    root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="rlg-rc-")))
+    port: int = field(default_factory=free_port)
+    nodes: dict[str, subprocess.Popen] = field(default_factory=dict)
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def env(self) -> dict[str, str]:
+        """Token authentication, as docs/platform.md asks of a multi-node cluster: every node,
+        the server and any driver need these."""
+        token = self.root / "token"
+        if not token.is_file():
+            token.write_text(secrets.token_hex(32))
+            token.chmod(0o600)
+        return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)}
+
+    def _start(self, name: str, *args: str) -> None:
+        # Short temp dirs: Ray's socket paths live under them.
+        command = [RAY, "start", "--block", "--node-ip-address=127.0.0.1", *args]
+        command += ["--disable-usage-stats", f"--temp-dir={self.root / name}"]
+        with (self.root / f"{name}.log").open("ab") as log:
+            self.nodes[name] = subprocess.Popen(
+                command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **self.env},
+                start_new_session=True,
+            )
+
+    def start(self) -> RayCluster:
+        """The head: no GPUs, so every job runs on a worker node."""
+        head = ("--head", f"--port={self.port}", "--num-gpus=0", "--num-cpus=1")
+        self._start("head", *head, "--include-dashboard=false")
+        return self
+
+    def add_worker(self, name: str, gpus: int = 1, cpus: int = 2) -> None:
+        self._start(name, f"--address={self.address}", f"--num-gpus={gpus}", f"--num-cpus={cpus}")
+
+    def kill(self, name: str) -> None:
+        """SIGKILL every process of the node (its process group), as a machine that died."""
+        os.killpg(self.nodes.pop(name).pid, signal.SIGKILL)
+
+    def stop(self) -> None:
+        for process in self.nodes.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        for process in self.nodes.values():
+            try:
+                process.wait(timeout=max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+        self.nodes.clear()
+        shutil.rmtree(self.root, ignore_errors=True)
