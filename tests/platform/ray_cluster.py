@@ -65,8 +65,20 @@ class RayCluster:
         self._start(name, f"--address={self.address}", f"--num-gpus={gpus}", f"--num-cpus={cpus}")
 
     def kill(self, name: str) -> None:
-        """SIGKILL every process of the node (its process group), as a machine that died."""
-        os.killpg(self.nodes.pop(name).pid, signal.SIGKILL)
+        """SIGKILL every process of the node, as a machine that died: `ray start` and all its
+        descendants (Ray starts its workers in process groups of their own)."""
+        for pid in [root := self.nodes.pop(name).pid, *descendants(root)]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+    def node_of(self, pid: int) -> str:
+        """The node whose `ray start` process `pid` descends from."""
+        roots = {process.pid: name for name, process in self.nodes.items()}
+        while pid not in roots:
+            pid = parent(pid)
+            if pid <= 1:
+                raise LookupError("not a process of this cluster's nodes")
+        return roots[pid]
 
     def stop(self) -> None:
         for process in self.nodes.values():
@@ -81,3 +93,23 @@ class RayCluster:
                     os.killpg(process.pid, signal.SIGKILL)
         self.nodes.clear()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def parent(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return int(next(line.split()[1] for line in status if line.startswith("PPid:")))
+
+
+def descendants(root: int) -> list[int]:
+    """Every process below `root`, read from /proc at once."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, StopIteration):
+                children.setdefault(parent(int(entry)), []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        below = children.get(todo.pop(), [])
+        found += below
+        todo += below
+    return found

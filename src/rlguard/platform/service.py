@@ -503,6 +503,8 @@ class Platform:
         active.handle, active.kill_at = None, None
         if requeue:
             self.table.leave(job_id, now, requeue=True)
+        if exit_code is None and placed:  # its node may be the one that died: count it out
+            self.refresh_capacity()  # before the next pass hands that node's GPUs out again
         self.dirty.set()
 
     def _failure_message(self, job_id: str, attempt: int, exit_code: int | None) -> str:
