@@ -1,18 +1,40 @@
-"""Capacity and placement follow Ray, on a real multi-node cluster on one host (ray_cluster.py: a
-head without GPUs, worker nodes of one virtual GPU each) and `rlguard serve --address`:
-`/v1/cluster` shows the GPUs of the nodes Ray holds alive as nodes join and die, and a run Ray
-cannot place goes back to the queue without having held or billed a GPU."""
+"""Capacity and placement follow Ray: in process, the platform takes Ray's capacity each time it
+asks; on a real multi-node cluster on one host (ray_cluster.py: a head without GPUs, worker
+nodes of one virtual GPU each) and `rlguard serve --address`, `/v1/cluster` shows the GPUs of the
+nodes Ray holds alive as nodes join and die, and a run Ray cannot place goes back to the queue
+without having held or billed a GPU."""
 
 from __future__ import annotations
 
+import math
 import time
 
 import pytest
+from in_process import in_process_platform
 from live_platform import curve_command
 
+from rlguard.platform.db import Tenant
+from rlguard.platform.schemas import JobCreate
 from rlguard.platform.service import PLACE_TIMEOUT_S
+from rlguard.platform.tenants import create_tenant
+from rlguard.platform.usage import cluster_view
 
-pytestmark = pytest.mark.ray
+
+def test_the_platform_takes_rays_capacity_each_time_it_asks(tmp_path):
+    with in_process_platform(tmp_path) as platform:
+        tenant_id, _ = create_tenant(platform.store, "acme", 2)
+        with platform.store.transaction() as s:
+            tenant = s.get(Tenant, tenant_id)
+        job_id = platform.submit(tenant, JobCreate.model_validate({"command": "true"}))
+        platform.active[job_id].held_until = math.inf  # as after a run Ray could not place
+        assert not platform.may_launch(job_id, now=0.0)
+        platform.dirty.clear()
+        platform.executor.gpus = 1  # a node left
+        platform.refresh_capacity()
+        view = cluster_view(platform, None)
+        assert (view["gpus"], view["gpus_free"]) == (1, 1)
+        assert platform.dirty.is_set()  # a pass is due
+        assert platform.may_launch(job_id, now=0.0)  # a capacity change ends the hold
 
 
 def _until(check, timeout_s: float, what: str):  # type: ignore[no-untyped-def]
@@ -30,6 +52,7 @@ def _gpus(client, expected: int, timeout_s: float, what: str) -> float:
     return _until(lambda: client.cluster()["gpus"] == expected, timeout_s, what)[1]
 
 
+@pytest.mark.ray
 def test_cluster_gpus_follow_the_nodes_ray_holds_alive(ray_cluster, live_server):
     ray_cluster.add_worker("w1")
     server = live_server("--address", ray_cluster.address)
@@ -44,6 +67,7 @@ def test_cluster_gpus_follow_the_nodes_ray_holds_alive(ray_cluster, live_server)
     assert client.cluster()["gpus_free"] == 1
 
 
+@pytest.mark.ray
 def test_a_run_ray_cannot_place_goes_back_to_the_queue_unbilled(ray_cluster, live_server):
     ray_cluster.add_worker("w1")
     ray_cluster.add_worker("w2")
