@@ -371,9 +371,9 @@ class RayExecutor:
         return self._answers(handles, "done")
 
     def _answers(self, handles: list[RunHandle], call: str) -> list[tuple[RunHandle, Any]]:
-        """The ready answers of one call (`done` is `wait`'s) of each run. A failed call counts
-        only if Ray says the run is dead (answer None); otherwise it is asked again in
-        RETRY_S."""
+        """The ready answers of one call (`done` is `wait`'s) of each run. A call that could not
+        be answered counts only if Ray says the run is dead (answer None); otherwise it is asked
+        again in RETRY_S. One that ran in the actor and raised answers None too."""
         method = "wait" if call == "done" else call
         now = time.time()
         for h in handles:
@@ -388,6 +388,9 @@ class RayExecutor:
             handle = refs[ref]
             try:
                 out.append((handle, ray.get(ref)))
+            except ray.exceptions.RayTaskError as e:  # it ran and raised: no use asking again
+                log.warning("run %s: %s failed: %s", handle.run_id, method, e.cause)
+                out.append((handle, None))
             except ray.exceptions.RayError as e:
                 if run_fate(handle.run_id, handle.node_id) == DEAD:
                     out.append((handle, None))
