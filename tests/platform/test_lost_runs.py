@@ -12,9 +12,10 @@ import os
 import subprocess
 import time
 
+import httpx
 import pytest
 from live_platform import curve_command, sql_engine
-from ray_cluster import parent
+from ray_cluster import descendants, parent
 from sqlalchemy import text
 
 pytestmark = pytest.mark.ray
@@ -58,6 +59,16 @@ def _running_run(server, client, job_id):
 def _actor_pid(run) -> int:
     """The run's Ray actor: the parent of the job's process (bwrap, or the job itself)."""
     return parent(run.pid)
+
+
+def _job_token(run) -> str:
+    """The run's job token, from its process's environment (root reads every /proc/PID)."""
+    for pid in [run.pid, *descendants(run.pid)]:
+        with open(f"/proc/{pid}/environ", "rb") as environ:
+            for entry in environ.read().split(b"\0"):
+                if entry.startswith(b"RLGUARD_JOB_TOKEN="):
+                    return entry.split(b"=", 1)[1].decode()
+    raise LookupError("no job token in the run's processes")
 
 
 def _sockets(state: str) -> list[tuple[str, str, str]]:
@@ -130,7 +141,7 @@ def test_a_killed_nodes_run_is_lost_when_ray_says_so_and_resumes_on_a_live_node(
     a, b = (client.submit({"command": curve_command(curve, 0.5)})["id"] for _ in range(2))
     run = _running_run(server, client, a)
     _running_run(server, client, b)
-    node = ray_cluster.node_of(run.pid)
+    node, old_token = ray_cluster.node_of(run.pid), _job_token(run)
 
     ray_cluster.kill(node)
     _, lost_after = _until(lambda: "queued" in _states(client, a)[3:], 120, "never lost")
@@ -143,6 +154,14 @@ def test_a_killed_nodes_run_is_lost_when_ray_says_so_and_resumes_on_a_live_node(
     for _ in range(5):
         assert client.job(a)["status"] == "queued"
         time.sleep(0.5)
+    # Running again on the live node: the lost run's token is refused, as it was once revoked.
+    _until(lambda: client.job(a)["status"] == "running", 300, "the lost job never ran again")
+    stale = httpx.post(
+        f"{server.url}/v1/jobs/{a}/evals",
+        json={"step": 1000, "score": 0.0, "progress": 0.5},
+        headers={"Authorization": f"Bearer {old_token}"},
+    )
+    assert stale.status_code == 401, stale.text
 
     for job_id in (a, b):
         client.wait(job_id, timeout_s=300)
