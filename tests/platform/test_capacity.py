@@ -53,6 +53,7 @@ def _gpus(client, expected: int, timeout_s: float, what: str) -> float:
 
 
 @pytest.mark.ray
+@pytest.mark.slow
 def test_cluster_gpus_follow_the_nodes_ray_holds_alive(ray_cluster, live_server):
     ray_cluster.add_worker("w1")
     server = live_server("--address", ray_cluster.address)
@@ -68,6 +69,7 @@ def test_cluster_gpus_follow_the_nodes_ray_holds_alive(ray_cluster, live_server)
 
 
 @pytest.mark.ray
+@pytest.mark.slow
 def test_a_run_ray_cannot_place_goes_back_to_the_queue_unbilled(ray_cluster, live_server):
     ray_cluster.add_worker("w1")
     ray_cluster.add_worker("w2")

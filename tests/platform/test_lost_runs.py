@@ -18,7 +18,7 @@ from live_platform import curve_command, sql_engine
 from ray_cluster import descendants, parent
 from sqlalchemy import text
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 
 def _runs(server, job_id):
@@ -113,7 +113,7 @@ def _states(client, job_id) -> list[str]:
 
 
 def test_a_cut_connection_to_a_healthy_run_does_not_lose_it(live_server):
-    if os.geteuid() != 0:
+    if os.geteuid() != 0 and not os.environ.get("CI"):  # CI runs as root: there it fails
         pytest.skip("ss -K needs root")
     curve = [0.3 + 0.005 * i for i in range(40)]
     server = live_server("--gpus", "1")
