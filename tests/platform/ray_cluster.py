@@ -10,6 +10,7 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -56,10 +57,21 @@ class RayCluster:
             )
 
     def start(self) -> RayCluster:
-        """The head: no GPUs, so every job runs on a worker node."""
+        """The head: no GPUs, so every job runs on a worker node. Returns once its GCS port
+        answers: a worker started before that gives up (seen at a load average of 17)."""
         head = ("--head", f"--port={self.port}", "--num-gpus=0", "--num-cpus=1")
         self._start("head", *head, "--include-dashboard=false")
-        return self
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            if self.nodes["head"].poll() is not None:
+                raise RuntimeError(f"ray start --head exited: {self.log('head')}")
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port)):
+                return self
+            time.sleep(0.3)
+        raise RuntimeError(f"the head did not come up in 180 s: {self.log('head')}")
+
+    def log(self, name: str) -> str:
+        return (self.root / f"{name}.log").read_text(errors="replace")[-2000:]
 
     def add_worker(self, name: str, gpus: int = 1, cpus: int = 2) -> None:
         self._start(name, f"--address={self.address}", f"--num-gpus={gpus}", f"--num-cpus={cpus}")
