@@ -104,6 +104,8 @@ class RayCluster:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGKILL)
         self.nodes.clear()
+        for log in sorted(self.root.glob("*.log")):  # pytest shows it when a test failed
+            print(f"--- {log.name}\n{log.read_text(errors='replace')[-1500:]}")
         shutil.rmtree(self.root, ignore_errors=True)
 
 

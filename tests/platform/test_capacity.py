@@ -59,7 +59,7 @@ def test_cluster_gpus_follow_the_nodes_ray_holds_alive(ray_cluster, live_server)
     server = live_server("--address", ray_cluster.address)
     _, key = server.tenant("acme", quota_gpus=2)
     client = server.client(key)
-    _gpus(client, 1, 120, "the first worker never counted")
+    _gpus(client, 1, 300, "the first worker never counted")
     ray_cluster.add_worker("w2")
     joined = _gpus(client, 2, 120, "a joining node never counted")
     ray_cluster.kill("w2")
@@ -76,7 +76,7 @@ def test_a_run_ray_cannot_place_goes_back_to_the_queue_unbilled(ray_cluster, liv
     server = live_server("--address", ray_cluster.address)
     _, key = server.tenant("acme", quota_gpus=2)
     client = server.client(key)
-    _gpus(client, 2, 120, "the workers never counted")
+    _gpus(client, 2, 300, "the workers never counted")
     # 2 GPUs in the cluster, but one per node: Ray cannot place a run that needs both at once.
     big = client.submit({"command": curve_command([0.5] * 3), "gpus": 2})["id"]
 

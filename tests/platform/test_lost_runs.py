@@ -137,7 +137,7 @@ def test_a_killed_nodes_run_is_lost_when_ray_says_so_and_resumes_on_a_live_node(
     server = live_server("--address", ray_cluster.address)
     _, key = server.tenant("acme", quota_gpus=2)
     client = server.client(key)
-    _until(lambda: client.cluster()["gpus"] == 2, 120, "the workers never counted")
+    _until(lambda: client.cluster()["gpus"] == 2, 300, "the workers never counted")
     a, b = (client.submit({"command": curve_command(curve, 0.5)})["id"] for _ in range(2))
     run = _running_run(server, client, a)
     _running_run(server, client, b)
