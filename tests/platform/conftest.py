@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from live_platform import LiveServer, free_port, new_database, postgres_bin
+from ray_cluster import RayCluster
 from s3_server import S3Server
 
 
@@ -32,6 +33,20 @@ def live_server(tmp_path) -> Iterator[callable]:
     yield start
     for server in started:
         server.stop()
+
+
+@pytest.fixture
+def ray_cluster(monkeypatch) -> Iterator[RayCluster]:
+    """A multi-node Ray cluster on this host (ray_cluster.py), its head started; the test adds
+    worker nodes. Its token is in this process's environment, so servers started after it (ask
+    for this fixture before `live_server`) and their CLI calls can join it."""
+    cluster = RayCluster().start()
+    for name, value in cluster.env.items():
+        monkeypatch.setenv(name, value)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 # ----- PostgreSQL ---------------------------------------------------------------------------

@@ -20,12 +20,14 @@ from rlguard.platform.store import Store
 class RecordingExecutor:
     """Stands in for Ray: records what the platform asks of it."""
 
+    gpus: int = 2  # of the nodes "Ray" holds alive
     env: dict[str, dict[str, str]] = field(default_factory=dict)
     stopped: list[str] = field(default_factory=list)
     released: list[str] = field(default_factory=list)  # runs whose actor it was asked to kill
+    dead: set[str] = field(default_factory=set)  # runs whose actor "Ray" says is dead
 
     def capacity(self) -> int:
-        return 2
+        return self.gpus
 
     def launch(self, run_id, argv, env, cwd, log_path, gpus, cpus, sandbox, watch, grace_s):  # type: ignore[no-untyped-def]
         self.env[env["RLGUARD_JOB_ID"]] = env
@@ -36,6 +38,9 @@ class RecordingExecutor:
 
     def release(self, handle) -> None:  # type: ignore[no-untyped-def]
         self.released.append(handle)
+
+    def gone(self, run_id: str) -> bool:
+        return run_id in self.dead
 
 
 @contextmanager

@@ -28,6 +28,7 @@ def _running_job(platform: Platform, **stop_policy) -> tuple[str, str]:
     body = {"command": "true", "stop_policy": stop_policy}
     job_id = platform.submit(tenant, JobCreate.model_validate(body))
     platform.launch(job_id)
+    platform.run_started(job_id, pid=1, node_id="node")
     return job_id, platform.executor.env[job_id]["RLGUARD_JOB_TOKEN"]
 
 

@@ -80,7 +80,9 @@ class Run(Base):
     job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"), index=True)
     attempt: Mapped[int] = mapped_column(Integer)
     status: Mapped[str] = mapped_column(String(20))  # running | ended
-    started_at: Mapped[float] = mapped_column(Float)
+    started_at: Mapped[float] = mapped_column(Float)  # launched: committed, Ray asked
+    running_at: Mapped[float | None] = mapped_column(Float, nullable=True)  # its process spawned
+    node_id: Mapped[str | None] = mapped_column(String(64), nullable=True)  # the Ray node
     ended_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     end_reason: Mapped[str | None] = mapped_column(String(40), nullable=True)
     exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)

@@ -9,12 +9,18 @@ second actor of the same name cannot exist, so a run never runs twice. Stopping 
 first (SIGTERM: a trainer checkpoints and exits), then SIGKILL after the grace period; killing
 the actor frees its resources in Ray at once. A watched job (a `watch` spec) has its watcher as a
 thread of the actor (jobwatch.py): outside the sandbox, reading the job's directory.
+
+A run is reported started only once its actor has spawned the job's process (`started`), and
+lost only when Ray's control store says its actor or node is dead (raystate.py): a call to the
+actor that fails otherwise (a cut connection, a timeout) is asked again a second later.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import logging
+import math
 import os
 import shutil
 import signal
@@ -22,7 +28,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +40,16 @@ from rlguard.platform.client import JobReporter
 from rlguard.platform.joblimits import Cgroup, DiskWatch, set_rlimits
 from rlguard.platform.jobwatch import REPORT_RETRY_S, JobWatch
 from rlguard.platform.ray_head import NAMESPACE
+from rlguard.platform.raystate import DEAD, actor_name, alive_nodes, pending, run_fate
 from rlguard.platform.sandbox import API_SOCKET, JobSandbox, bwrap_argv, gpu_nodes
 from rlguard.platform.uploader import BadCheckpointPath, upload_checkpoint
 
+log = logging.getLogger(__name__)
+
 PR_SET_PDEATHSIG = 1
 UPLOAD_TIMEOUT_S = 3600.0
+RETRY_S = 1.0
+"""After a call to a run's actor failed while Ray still holds the actor alive: ask again then."""
 
 
 def _die_with_parent() -> None:
@@ -96,6 +107,8 @@ class JobProcess:
     ) -> None:
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
         self.sandbox, self.log_path, self.job_dir = sandbox, log_path, cwd
+        self._end = threading.Lock()
+        self._ended = False
         self.forward: ApiForward | None = None
         self.cgroup: Cgroup | None = None
         self.watch: DiskWatch | None = None
@@ -170,8 +183,9 @@ class JobProcess:
         with open(self.log_path, "a") as log:
             log.write(message + "\n")
 
-    def pid(self) -> int:
-        return self.process.pid
+    def started(self) -> dict[str, Any]:
+        """Answered once the constructor has spawned the job's process: its pid and node."""
+        return {"pid": self.process.pid, "node_id": ray.get_runtime_context().get_node_id()}
 
     def upload_checkpoint(self, store_uri: str, reported: str, key: str, step: int) -> dict:
         """On the job's node, outside its sandbox: the checkpoint it reported into the store
@@ -179,11 +193,15 @@ class JobProcess:
         return upload_checkpoint(store_uri, self.job_dir, reported, key, step)
 
     def wait(self) -> int:
-        """The exit code, once the job's process has exited and its watch has reported."""
+        """The exit code, once the job's process has exited and its watch has reported. Asked
+        again when an earlier answer was lost on the way: the watch finishes once."""
         code = self.process.wait()
-        if self.job_watch is not None:
-            self.job_watch.finish()
-        self._clean()
+        with self._end:
+            if not self._ended:
+                self._ended = True
+                if self.job_watch is not None:
+                    self.job_watch.finish()
+                self._clean()
         return code
 
     def terminate(self, grace_s: float) -> int:
@@ -276,10 +294,16 @@ class RunHandle:
     run_id: str
     actor: Any
     done: Any  # the ObjectRef of actor.wait(): ready when the job's process has exited
+    started: Any  # the ObjectRef of actor.started(), until its answer is taken (then None)
+    launched_at: float = field(default_factory=time.time)
+    node_id: str | None = None  # the Ray node it runs on
+    running: bool = False  # its actor has said it spawned the job's process
+    retry_at: dict[str, float] = field(default_factory=dict)  # a failed call: when to ask again
 
-
-def actor_name(run_id: str) -> str:
-    return f"rlguard-run-{run_id}"
+    def ask(self, call: str) -> Any:
+        """A fresh call to the actor (`wait` or `started`), after one failed."""
+        self.retry_at.pop(call, None)
+        return getattr(self.actor, call).remote()
 
 
 class RayExecutor:
@@ -297,8 +321,8 @@ class RayExecutor:
         self._actor = ray.remote(JobProcess)
 
     def capacity(self) -> int:
-        """GPUs Ray reports for the whole cluster (virtual ones on a CPU machine)."""
-        return int(ray.cluster_resources().get("GPU", 0))
+        """GPUs of the nodes Ray holds alive now (virtual ones on a CPU machine)."""
+        return sum(alive_nodes().values())
 
     def launch(
         self,
@@ -318,10 +342,10 @@ class RayExecutor:
             lifetime="detached",
             num_gpus=gpus,
             num_cpus=cpus,
-            max_concurrency=4,
+            max_concurrency=16,  # a `wait` asked again (`ask`) may block beside the first
             max_restarts=0,
         ).remote(argv, env, str(cwd), str(log_path), sandbox, watch, grace_s)
-        return RunHandle(run_id, actor, actor.wait.remote())
+        return RunHandle(run_id, actor, actor.wait.remote(), actor.started.remote())
 
     def reattach(self, run_id: str) -> RunHandle | None:
         """The live run of this id after a server restart, or None if Ray no longer has it."""
@@ -329,21 +353,51 @@ class RayExecutor:
             actor = ray.get_actor(actor_name(run_id), namespace=NAMESPACE)
         except ValueError:
             return None
-        return RunHandle(run_id, actor, actor.wait.remote())
+        return RunHandle(run_id, actor, actor.wait.remote(), actor.started.remote())
+
+    def started(self, handles: list[RunHandle]) -> list[tuple[RunHandle, dict[str, Any]]]:
+        """The runs whose process was spawned since last asked, with its pid and node."""
+        out = []
+        for handle, answer in self._answers(handles, "started"):
+            handle.started = None
+            if answer is not None:  # None: the actor is dead, and `finished` says it is lost
+                handle.node_id, handle.running = answer["node_id"], True
+                out.append((handle, answer))
+        return out
 
     def finished(self, handles: list[RunHandle]) -> list[tuple[RunHandle, int | None]]:
-        """The runs whose process has exited, with the exit code (None: the actor was lost)."""
-        if not handles:
+        """The runs whose process has exited, with the exit code (None: Ray says the run's
+        actor or node is dead: the run is lost)."""
+        return self._answers(handles, "done")
+
+    def _answers(self, handles: list[RunHandle], call: str) -> list[tuple[RunHandle, Any]]:
+        """The ready answers of one call (`done` is `wait`'s) of each run. A call that could not
+        be answered counts only if Ray says the run is dead (answer None); otherwise it is asked
+        again in RETRY_S. One that ran in the actor and raised answers None too."""
+        method = "wait" if call == "done" else call
+        now = time.time()
+        for h in handles:
+            if getattr(h, call) is None and h.retry_at.get(method, math.inf) <= now:
+                setattr(h, call, h.ask(method))
+        refs = {getattr(h, call): h for h in handles if getattr(h, call) is not None}
+        if not refs:
             return []
-        refs = {h.done: h for h in handles}
         ready, _ = ray.wait(list(refs), num_returns=len(refs), timeout=0)
         out = []
         for ref in ready:
+            handle = refs[ref]
             try:
-                code: int | None = ray.get(ref)
-            except ray.exceptions.RayError:
-                code = None
-            out.append((refs[ref], code))
+                out.append((handle, ray.get(ref)))
+            except ray.exceptions.RayTaskError as e:  # it ran and raised: no use asking again
+                log.warning("run %s: %s failed: %s", handle.run_id, method, e.cause)
+                out.append((handle, None))
+            except ray.exceptions.RayError as e:
+                if run_fate(handle.run_id, handle.node_id) == DEAD:
+                    out.append((handle, None))
+                    continue
+                log.warning("run %s: %s; asking again", handle.run_id, type(e).__name__)
+                setattr(handle, call, None)
+                handle.retry_at[method] = now + RETRY_S
         return out
 
     def upload(self, handle: RunHandle, store_uri: str, reported: str, key: str, step: int) -> None:
@@ -372,15 +426,15 @@ class RayExecutor:
         with contextlib.suppress(ray.exceptions.RayError):
             ray.kill(handle.actor, no_restart=True)
 
-    def wait_gone(self, run_id: str, timeout_s: float = 30.0) -> None:
-        """Block until Ray no longer knows a run's actor (before a new attempt may start)."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            try:
-                ray.get_actor(actor_name(run_id), namespace=NAMESPACE)
-            except ValueError:
-                return
-            time.sleep(0.1)
+    def unplaced(self, handle: RunHandle) -> bool:
+        """Whether Ray has still not created the run's actor (not placed, or a worker still
+        starting: the caller waits long enough to tell them apart)."""
+        return pending(handle.actor)
+
+    def gone(self, run_id: str) -> bool:
+        """Whether Ray says the run's actor is dead (a new attempt of its job may start only
+        then); False while it is alive or Ray cannot be asked."""
+        return run_fate(run_id, None) == DEAD
 
     def shutdown(self) -> None:
         ray.shutdown()

@@ -5,6 +5,7 @@ Each pass builds a `ClusterView` of the active jobs from the live table, asks th
 shares pick which of them get GPUs (`fairshare.admit`), preempts what a preemptive policy displaces
 (only at its rounds, as the engine does for policies with `tick_s`), and launches the rest while
 GPUs are free. Passes run when something changed (a submission, a finished run) or a round is due.
+The GPUs handed out are those of Ray's alive nodes, read again every CAPACITY_EVERY_S.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from rlguard.platform.fairshare import admit
 from rlguard.platform.service import Platform
 
 log = logging.getLogger(__name__)
+
+CAPACITY_EVERY_S = 1.0
+"""How often the loop asks Ray which nodes are alive (one call to its control store)."""
 
 
 def schedule(platform: Platform, now: float, round_due: bool) -> None:
@@ -43,6 +47,11 @@ def schedule(platform: Platform, now: float, round_due: bool) -> None:
         active[job_id].queue_position = position + 1
     if free <= 0 and not preempt:
         return
+    # A job that may not start now (its last run may still be alive, or Ray could not place it
+    # a moment ago) keeps its place in the queue but is not handed GPUs in this pass.
+    ordered = [
+        j for j in ordered if active[j].status != states.QUEUED or platform.may_launch(j, now)
+    ]
     with platform.store.transaction() as s:
         tenants = {t.id: t for t in s.scalars(select(Tenant))}
     # Stopping jobs hold their GPUs until they exit: they count against the cluster and their
@@ -84,6 +93,7 @@ class SchedulerLoop(threading.Thread):
         tick = platform.rules.scheduler.tick_s
         self._tick = tick
         self._next_round = time.time() + tick if tick else None
+        self._next_capacity = 0.0
 
     def stop(self) -> None:
         self._stopped.set()
@@ -101,6 +111,9 @@ class SchedulerLoop(threading.Thread):
                 round_due, self._next_round = True, now + self._tick
             try:
                 with platform.lock:
+                    if now >= self._next_capacity:
+                        platform.refresh_capacity()
+                        self._next_capacity = now + CAPACITY_EVERY_S
                     platform.collect()
                     platform.enforce_grace(now)
                     schedule(platform, time.time(), round_due)

@@ -48,8 +48,29 @@ def freed_gpu_hours(gpus: int, executed_s: float, progress: float) -> float:
 log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 5
-"""Attempts after which a job whose runs keep getting lost (its actor or process could not start
+"""Lost runs after which a job whose runs keep getting lost (its actor or process could not start
 or died without an exit code) fails instead of being requeued again."""
+
+PLACE_TIMEOUT_S = 15.0
+"""A run whose process has not started this long after its launch, its actor not dead, is one
+Ray cannot place now (no alive node has its GPUs and CPUs free): its actor is taken back and the
+job requeued. Ray's control store cannot tell that from a worker process still starting (both
+are PENDING_CREATION without a pid), so this is longer than a cold start on a loaded node."""
+
+PLACE_BACKOFF_S = 30.0
+"""How long a job whose run could not be placed waits before it is launched again, unless the
+cluster's capacity changes first."""
+
+
+REQUEUED = {"lost": "run lost", "unplaced": f"not placed by Ray in {PLACE_TIMEOUT_S:.0f} s"}
+"""Why a job whose run ended with no exit code goes back to the queue."""
+
+
+def _end_reason(placed: bool, exit_code: int | None, intent: str | None) -> str:
+    """Why a run ended, as its row records it."""
+    if not placed:
+        return "unplaced"
+    return "lost" if exit_code is None else (intent or "exited")
 
 
 class NotFound(LookupError):
@@ -93,6 +114,9 @@ class Active:
     eval_steps: set[int] = field(default_factory=set)  # the steps whose evals are stored
     best_eval: float = -math.inf
     queue_position: int | None = None
+    lost_runs: int = 0
+    fence: str | None = None  # its last run, until Ray says that run's actor is dead
+    held_until: float = 0.0  # its last run could not be placed: not launched again before
 
 
 class Platform:
@@ -113,7 +137,7 @@ class Platform:
         self.table = LiveTable()
         self.active: dict[str, Active] = {}
         self.dirty = threading.Event()  # a scheduling pass is due
-        self.capacity = executor.capacity()
+        self.capacity = executor.capacity()  # Ray's alive nodes' GPUs: `refresh_capacity`
 
     # ----- helpers ---------------------------------------------------------------------------
 
@@ -259,10 +283,13 @@ class Platform:
 
     def restore(self, job: Job, runs: Sequence[Run]) -> None:
         """Hold an unfinished job in memory again, with its ended runs' GPU time."""
-        self._track(job, self.rules.resolve(job.stop_policy), attempt=len(runs))
+        active = self._track(job, self.rules.resolve(job.stop_policy), attempt=len(runs))
+        active.lost_runs = sum(run.end_reason == "lost" for run in runs)
+        if runs:
+            active.run_id = active.fence = runs[-1].id
         for run in runs:
-            if run.ended_at is not None:
-                self.table.bank(job.id, run.ended_at - run.started_at)
+            if run.ended_at is not None and run.running_at is not None:
+                self.table.bank(job.id, run.ended_at - run.running_at)
 
     def reattach(self, job: Job, run: Run) -> bool:
         """Take back a job's current run if Ray still has its actor; False if it is lost (for
@@ -272,7 +299,8 @@ class Platform:
         active.handle = self.executor.reattach(run.id)
         if active.handle is None:
             return False
-        self.table.start(job.id, run.started_at)
+        if run.running_at is not None:  # else it is still starting: `run_started` will say
+            self.table.start(job.id, run.running_at)
         if job.intent == states.EARLY_STOP:
             active.kill_at = time.time() + self.grace_s
         return True
@@ -318,8 +346,7 @@ class Platform:
                 job.uid = UID_BASE if newest is None else newest + 1
             job.sandbox = self.views.label
             tenant = s.get(Tenant, job.tenant_id).name
-            job.token_digest = digest(token)
-            job.started_at = job.started_at or run.started_at
+            job.token_digest = digest(token)  # the previous run's was revoked when it ended
             self.transition(s, job, states.STARTING, f"attempt {attempt}")
         active.attempt, active.run_id = attempt, run.id
         active.queue_position = None
@@ -361,10 +388,55 @@ class Platform:
         except Exception:  # Ray refused the actor: the run is lost, as if it had died at once
             log.exception("launching %s failed", run.id)
             self.run_ended(job_id, None)
-            return
-        self.table.start(job_id, run.started_at)
+
+    def may_launch(self, job_id: str, now: float) -> bool:
+        """Fencing: a queued job starts again only once Ray says its last run's actor is dead
+        (that run's token was revoked when it ended), and not while held after a run that could
+        not be placed."""
+        active = self.active[job_id]
+        if now < active.held_until:
+            return False
+        if active.fence is not None and self.executor.gone(active.fence):
+            active.fence = None
+        return active.fence is None
+
+    def run_started(self, job_id: str, pid: int, node_id: str) -> None:
+        """The run's actor spawned the job's process: from now on it is running, billed and on
+        its GPUs in the policies' view (a job stopping meanwhile stays stopping)."""
+        now = time.time()
         with self.store.transaction() as s:
-            self.transition(s, s.get(Job, job_id), states.RUNNING)
+            job, run = s.get(Job, job_id), s.get(Run, self.active[job_id].run_id)
+            if run.running_at is not None:  # reattached after a restart: known already
+                return
+            run.running_at, run.pid, run.node_id = now, pid, node_id
+            job.started_at = job.started_at or now
+            if job.status == states.STARTING:
+                self.transition(s, job, states.RUNNING, f"on node {node_id[:12]}")
+        self.table.start(job_id, now)
+
+    def take_back_unplaced(self, now: float) -> None:
+        """Runs Ray has not placed in PLACE_TIMEOUT_S: their actors are killed (they never held
+        a GPU) and their jobs requeued, held back for PLACE_BACKOFF_S."""
+        for active in list(self.active.values()):
+            handle = active.handle
+            if handle is None or handle.running or now - handle.launched_at < PLACE_TIMEOUT_S:
+                continue
+            if self.executor.unplaced(handle):
+                log.warning("run %s not placed by Ray in %.0f s", active.run_id, PLACE_TIMEOUT_S)
+                active.held_until = now + PLACE_BACKOFF_S
+                self.run_ended(active.job_id, None, placed=False)
+
+    def refresh_capacity(self) -> None:
+        """The GPUs of Ray's alive nodes now: a node that left or joined changes what the
+        scheduler hands out, and releases the jobs held after a run could not be placed."""
+        capacity = self.executor.capacity()
+        if capacity == self.capacity:
+            return
+        log.info("capacity: %d GPUs -> %d (Ray's alive nodes)", self.capacity, capacity)
+        self.capacity = capacity
+        for active in self.active.values():
+            active.held_until = 0.0
+        self.dirty.set()
 
     def preempt(self, job_id: str) -> None:
         active = self.active[job_id]
@@ -384,8 +456,9 @@ class Platform:
         job.intent = active.intent = states.EARLY_STOP
         active.kill_at = time.time() + self.grace_s
 
-    def run_ended(self, job_id: str, exit_code: int | None) -> None:
-        """A run's process exited (or its actor was lost: exit_code None)."""
+    def run_ended(self, job_id: str, exit_code: int | None, placed: bool = True) -> None:
+        """A run's process exited, or Ray says its actor is dead (exit_code None: lost), or Ray
+        could not place it (`placed` False). Its token is revoked with the change."""
         active = self.active[job_id]
         now = time.time()
         if active.handle is not None:
@@ -393,19 +466,24 @@ class Platform:
         with self.store.transaction() as s:
             job = s.get(Job, job_id)
             run = s.get(Run, active.run_id)
-            lost = exit_code is None and active.intent is None
-            requeue = (active.intent == states.PREEMPT and exit_code != 0) or lost
+            lost = exit_code is None and active.intent is None and placed
+            unplaced = not placed and active.intent in (None, states.PREEMPT)
+            requeue = (active.intent == states.PREEMPT and exit_code != 0) or lost or unplaced
             run.status, run.ended_at, run.exit_code = "ended", now, exit_code
-            job.gpu_seconds += job.gpus * (now - run.started_at)
-            run.end_reason = "lost" if exit_code is None else (active.intent or "exited")
+            if run.running_at is not None:  # only what ran is billed
+                job.gpu_seconds += job.gpus * (now - run.running_at)
+            run.end_reason = _end_reason(placed, exit_code, active.intent)
             job.token_digest = None
-            if lost and active.attempt >= MAX_ATTEMPTS:  # its process never holds: stop trying
+            active.fence = run.id
+            active.lost_runs += lost
+            if lost and active.lost_runs >= MAX_ATTEMPTS:  # its process never holds: stop trying
                 requeue = False
-                message = f"{MAX_ATTEMPTS} attempts ended with the run lost (no exit code)"
+                message = f"{MAX_ATTEMPTS} runs lost (Ray said their actor or node died)"
                 job.error = {"code": "run_lost", "message": message, "param": None}
                 self._finish(s, job, states.FAILED, message)
             elif requeue:
-                reason = "preempted" if active.intent == states.PREEMPT else "run lost"
+                preempted = active.intent == states.PREEMPT
+                reason = "preempted" if preempted else REQUEUED[run.end_reason]
                 self.transition(s, job, states.QUEUED, reason)
                 job.intent = active.intent = None
             elif active.intent == states.EARLY_STOP:
@@ -428,6 +506,8 @@ class Platform:
         active.handle, active.kill_at = None, None
         if requeue:
             self.table.leave(job_id, now, requeue=True)
+        if exit_code is None and placed:  # its node may be the one that died: count it out
+            self.refresh_capacity()  # before the next pass hands that node's GPUs out again
         self.dirty.set()
 
     def _failure_message(self, job_id: str, attempt: int, exit_code: int | None) -> str:
@@ -454,8 +534,12 @@ class Platform:
                 self.executor.stop(active.handle, self.grace_s)
 
     def collect(self) -> None:
-        """Finish the runs whose process exited."""
+        """Take in the runs whose process started, and finish those whose process exited or
+        that Ray says are dead."""
         handles = [a.handle for a in self.active.values() if a.handle is not None]
         by_run = {a.run_id: a.job_id for a in self.active.values()}
+        for handle, started in self.executor.started(handles):
+            self.run_started(by_run[handle.run_id], started["pid"], started["node_id"])
         for handle, code in self.executor.finished(handles):
             self.run_ended(by_run[handle.run_id], code)
+        self.take_back_unplaced(time.time())

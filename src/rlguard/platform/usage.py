@@ -17,10 +17,10 @@ from rlguard.platform.service import Platform
 def usage_view(s: Session, platform: Platform, tenant: Tenant) -> dict[str, Any]:
     now = time.time()
     jobs = s.scalars(select(Job).where(Job.tenant_id == tenant.id)).all()
-    running = s.execute(
-        select(Run.started_at, Job.gpus)
+    running = s.execute(  # billed from when the process started: a run never placed costs 0
+        select(Run.running_at, Job.gpus)
         .join(Job, Job.id == Run.job_id)
-        .where(Job.tenant_id == tenant.id, Run.ended_at.is_(None))
+        .where(Job.tenant_id == tenant.id, Run.ended_at.is_(None), Run.running_at.is_not(None))
     ).all()
     gpu_seconds = sum(j.gpu_seconds for j in jobs) + sum(g * (now - t) for t, g in running)
     in_use = sum(
@@ -67,14 +67,15 @@ def cluster_view(platform: Platform, tenant_id: str | None) -> dict[str, Any]:
 
 
 def occupancy_view(s: Session, tenant_id: str | None, since: float) -> dict[str, Any]:
-    """Which runs held GPUs since `since`: the caller's with their job, another tenant's only as
-    GPUs held (who and what stay hidden, as everywhere in the API)."""
+    """Which runs held GPUs since `since`, from when their process started (a run Ray never
+    placed held none): the caller's with their job and node, another tenant's only as GPUs held
+    (who and what stay hidden, as everywhere in the API)."""
     rows = s.execute(
         select(Run, Job.tenant_id, Job.gpus, Tenant.name)
         .join(Job, Job.id == Run.job_id)
         .join(Tenant, Tenant.id == Job.tenant_id)
-        .where((Run.ended_at.is_(None)) | (Run.ended_at >= since))
-        .order_by(Run.started_at)
+        .where(Run.running_at.is_not(None), (Run.ended_at.is_(None)) | (Run.ended_at >= since))
+        .order_by(Run.running_at)
     ).all()
     runs = []
     for run, owner, gpus, name in rows:
@@ -85,7 +86,8 @@ def occupancy_view(s: Session, tenant_id: str | None, since: float) -> dict[str,
                 "tenant_name": name if mine else None,
                 "attempt": run.attempt if mine else None,
                 "gpus": gpus,
-                "started_at": run.started_at,
+                "node": run.node_id if mine else None,
+                "started_at": run.running_at,
                 "ended_at": run.ended_at,
                 "end_reason": run.end_reason if mine else None,
             }

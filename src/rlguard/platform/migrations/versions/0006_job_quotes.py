@@ -5,14 +5,14 @@
 steps it reported. Both None for jobs recorded before this revision.
 
 Revision ID: 0006
-Revises: 0004 (branch `quotes`; after the ray-capacity branch's 0005 is merged, revises 0005)
+Revises: 0005
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0006"
-down_revision = "0004"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 
