@@ -153,6 +153,7 @@ def _running(platform: Platform, body: dict) -> tuple[str, str]:
         tenant = s.query(Tenant).filter_by(name="acme").one()
     job_id = platform.submit(tenant, JobCreate.model_validate(body))
     platform.launch(job_id)
+    platform.run_started(job_id, pid=1, node_id="node")  # billed from here
     return job_id, platform.executor.env[job_id]["RLGUARD_JOB_TOKEN"]
 
 
@@ -170,8 +171,8 @@ def test_a_job_whose_pace_passes_its_budget_is_stopped_with_its_best_checkpoint(
     # Its run has been going for half an hour on 2 GPUs: 1 GPU-h at progress 0.75 is a pace of
     # 1.33 GPU-h, past the budget of 1.2 (EvalStop, k = 2, sees a rise and continues).
     with platform.store.transaction() as s:
-        s.execute(update(Run).where(Run.job_id == job_id).values(started_at=Run.started_at - 1800))
-        started = s.query(Run).filter_by(job_id=job_id).one().started_at
+        s.execute(update(Run).where(Run.job_id == job_id).values(running_at=Run.running_at - 1800))
+        started = s.query(Run).filter_by(job_id=job_id).one().running_at
     platform.table.start(job_id, started)
     answer = _eval(platform, job_id, token, 3, 0.55, 0.75)
     assert answer["action"] == "stop" and answer["decision"]["rule"] == "budget"
