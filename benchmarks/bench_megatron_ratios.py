@@ -8,7 +8,9 @@ cost) / GPUs + fixed costs (calib/coefficients.py); the tokens cancel:
     t_b = (t_a - fixed_a) x (cost_b / GPUs_b) / (cost_a / GPUs_a) + fixed_b
 
 Per-token cost: compute at the calibrated 1 / MFU, plus Megatron's TP all-reduces or the FSDP
-gathers its token budget per micro-batch cannot hide (runtime/calib/comm.py). Not modelled: Ulysses
+gathers its token budget per micro-batch cannot hide (runtime/calib/comm.py), plus the calibrated
+overhead per micro-batch and layer, a micro-batch being one token budget (dynamic batch size) on
+each of a TP group's GPUs. Not modelled: Ulysses
 sequence parallel (the FSDP rows), traffic between nodes (16 and 32 GPUs are 2 and 4 nodes),
 rope fusion. Generation is left out: its time depends on the lengths. Asserts nothing.
 
@@ -52,11 +54,14 @@ def per_token_s(row: dict[str, str], train: bool) -> float:
     c, model, gpu = load_coefficients(), QWEN25_7B, H100
     flops = (6 if train else 2) * model.params
     compute = (c.train if train else c.forward) * flops / gpu.bf16_flops
-    if row["backend"] == "megatron":
-        return compute + tensor_parallel_s_per_token(model, gpu, int(row["tp"]), train)
     budget = float(row["actor_max_tokens_per_gpu" if train else "logp_max_tokens_per_gpu"])
+    tp = int(row["tp"]) if row["backend"] == "megatron" else 1
+    overhead = c.train_micro_s_per_layer if train else c.micro_s_per_layer
+    micro = overhead * model.layers * tp / budget  # a micro-batch-layer's share of a token
+    if row["backend"] == "megatron":
+        return compute + micro + tensor_parallel_s_per_token(model, gpu, tp, train)
     n = int(row["n_gpus"])
-    return compute + fsdp_exposed_s_per_token(model, gpu, n, budget, flops, train, False)
+    return compute + micro + fsdp_exposed_s_per_token(model, gpu, n, budget, flops, train, False)
 
 
 def fixed_s(row: dict[str, str], train: bool) -> float:

@@ -85,3 +85,39 @@ def test_settings_make_a_layout_of_the_step() -> None:
 def test_pcie_gpus_have_no_nvlink() -> None:
     assert GPUS["l20"].interconnect == GPUS["l40s"].interconnect == 32e9
     assert min(g.interconnect for k, g in GPUS.items() if k not in ("l20", "l40s")) >= 200e9
+
+
+def test_a_token_pays_its_share_of_each_micro_batch_on_every_layer() -> None:
+    # FSDP over 4 GPUs, micro-batches of 2 sequences of 500 tokens: a token is 1/1000 of a
+    # micro-batch that runs through the 2 layers on one GPU
+    fsdp = layout("fsdp", 4)
+    assert fsdp.micro_batch_layers_per_token(2, train=True) == pytest.approx(2 / 1000)
+    # twice the sequence length or twice the micro-batch: half the overhead a token
+    longer = TrainLayout("fsdp", 4, 1, 1, 1, 2, 16, 1000.0)
+    bigger = TrainLayout("fsdp", 4, 1, 1, 1, 4, 16, 500.0)
+    for other in (longer, bigger):
+        assert other.micro_batch_layers_per_token(2, True) == pytest.approx(1 / 1000)
+    # Megatron TP 2: each micro-batch holds 2 GPUs; PP 2: its stages run their halves at once
+    assert layout("megatron", 2, tp=2).micro_batch_layers_per_token(2, True) == pytest.approx(
+        2 * 2 / 1000
+    )
+    piped = layout("megatron", 8, tp=2, pp=2)  # 4 micro-batches a replica: bubble 5/4
+    assert piped.micro_batch_layers_per_token(2, True) == pytest.approx(2 * 2 / 1000 * 5 / 4)
+
+
+def test_scoring_uses_the_log_prob_micro_batch_and_training_its_own() -> None:
+    split = TrainLayout("fsdp", 4, 1, 1, 1, 2, 16, 500.0, log_prob_micro_batch=8)
+    assert split.micro_batch_layers_per_token(2, train=False) == pytest.approx(2 / 4000)
+    assert split.micro_batch_layers_per_token(2, train=True) == pytest.approx(2 / 1000)
+    # FSDP's gathers hide behind a log-prob micro-batch 4x the training one: 4x the compute
+    fsdp = TrainLayout("fsdp", 4, 1, 1, 1, 2, 16, 500.0, log_prob_micro_batch=8)
+    assert comm_s_per_token(TOY, LINK, fsdp, 0.0, False, False) == pytest.approx(1.5e-3 / 4)
+    settings = TrainerSettings(micro_batch_per_gpu=2, log_prob_micro_batch_per_gpu=8)
+    assert settings.layout(4, 16, 1, 500.0).score_micro_batch == 8
+    assert TrainerSettings(micro_batch_per_gpu=2).layout(4, 16, 1, 500.0).score_micro_batch == 2
+
+
+def test_gradient_checkpointing_reaches_the_layout() -> None:
+    settings = TrainerSettings(gradient_checkpointing=True)
+    assert settings.layout(8, 64, 5, 300.0).recompute
+    assert not TrainerSettings().layout(8, 64, 5, 300.0).recompute

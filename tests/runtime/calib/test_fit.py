@@ -8,7 +8,12 @@ import pytest
 from rlguard.runtime.calib.coefficients import Coefficients
 from rlguard.runtime.calib.fit import features, fit, leave_one_run_out
 from rlguard.runtime.calib.measured import PHASES, MeasuredStep
-from rlguard.runtime.calib.replay import replay, simulate
+from rlguard.runtime.calib.replay import (
+    replay,
+    scoring_features,
+    simulate,
+    training_features,
+)
 
 TRUTH = Coefficients(
     memory=1.4,
@@ -22,6 +27,8 @@ TRUTH = Coefficients(
     pass_s_per_gb=0.02,
     train=3.5,
     update_s_per_layer=0.1,
+    micro_s_per_layer=2e-3,
+    train_micro_s_per_layer=6e-3,
 )
 # (model, gpu, GPUs, rollout TP, prompts, samples, mean response, clip ratio, critic, LoRA rank)
 RUNS = [
@@ -38,6 +45,8 @@ RUNS = [
 TRAINERS = {
     7: {"actor_strategy": "megatron", "train_tp": 4, "train_pp": 2, "train_vpp": 2},
     4: {"micro_batch_per_gpu": 1},
+    1: {"micro_batch_per_gpu": 8, "gradient_checkpointing": True},
+    3: {"micro_batch_per_gpu": 4, "log_prob_micro_batch_per_gpu": 16},
 }
 
 
@@ -92,6 +101,8 @@ def test_the_fit_reproduces_the_steps_of_a_known_model() -> None:
             assert simulated[phase] == pytest.approx(row.measured(phase), rel=0.02), (row, phase)
     assert fitted.forward == pytest.approx(TRUTH.forward, rel=1e-6)
     assert fitted.update_s_per_layer == pytest.approx(TRUTH.update_s_per_layer, rel=1e-6)
+    assert fitted.micro_s_per_layer == pytest.approx(TRUTH.micro_s_per_layer, rel=1e-6)
+    assert fitted.train_micro_s_per_layer == pytest.approx(TRUTH.train_micro_s_per_layer, rel=1e-6)
 
 
 def test_communication_over_pcie_is_in_the_steps_but_in_no_coefficient() -> None:
@@ -132,3 +143,43 @@ def test_a_step_model_that_is_not_the_one_measured_shows_in_the_errors() -> None
     mixed = [r for r in rows if r.run != "run3"] + [r for r in slow if r.run == "run3"]
     errors = {(e.run, e.phase): e.error for e in leave_one_run_out(features(mixed))}
     assert errors[("run3", "generation")] < -0.1
+
+
+def test_gradient_checkpointing_adds_a_forward_to_the_update_only() -> None:
+    # the same run with and without recompute: training's compute grows by 8/6 (LoRA: 6/4),
+    # scoring and generation do not move
+    for lora in (0, 32):
+        row = _rows(TRUTH)[4].model_copy(update={"lora_rank": lora})
+        plain, recomputed = (
+            replay(row),
+            replay(row.model_copy(update={"gradient_checkpointing": True})),
+        )
+        base = 4 if lora else 6
+        assert training_features(recomputed)[0][0] == pytest.approx(
+            training_features(plain)[0][0] * (base + 2) / base
+        )
+        assert scoring_features(recomputed)[0].tolist() == scoring_features(plain)[0].tolist()
+        sim_plain, sim_re = simulate(plain, TRUTH), simulate(recomputed, TRUTH)
+        assert sim_re["training"] > sim_plain["training"]
+        assert sim_re["scoring"] == sim_plain["scoring"]
+
+
+def test_smaller_micro_batches_cost_more_per_token_and_the_fit_sees_it() -> None:
+    # halving the micro-batch doubles the micro-batch overhead and nothing else
+    row = _rows(TRUTH)[5]
+    small = replay(row.model_copy(update={"micro_batch_per_gpu": row.micro_batch_per_gpu // 2}))
+    big = replay(row)
+    assert training_features(small)[0][2] == pytest.approx(2 * training_features(big)[0][2])
+    assert training_features(small)[0][0] == pytest.approx(training_features(big)[0][0])
+    assert simulate(small, TRUTH)["training"] > simulate(big, TRUTH)["training"]
+
+
+def test_a_held_out_run_is_never_fitted_and_is_predicted_by_the_fit_to_the_rest() -> None:
+    rows = _rows(TRUTH)
+    slow = _rows(TRUTH.model_copy(update={"train": 10.0}))
+    held = [r.model_copy(update={"held_out": True}) for r in slow if r.run == "run2"]
+    mixed = [r for r in rows if r.run != "run2"] + held
+    assert fit(features(mixed)).train == pytest.approx(TRUTH.train, rel=1e-6)
+    errors = {(e.run, e.phase): e.error for e in leave_one_run_out(features(mixed))}
+    assert errors[("run2", "training")] < -0.3  # predicted at TRUTH's speed, measured slower
+    assert abs(errors[("run0", "training")]) < 0.05

@@ -31,3 +31,18 @@ def test_a_layout_that_does_not_split_the_gpus_is_one_line(tmp_path) -> None:
     bad.write_text(header + "\n" + row.replace(",megatron,4,2,2,", ",megatron,3,2,2,") + "\n")
     with pytest.raises(InputError, match=r"steps.csv:2: trainer tp x pp = 6 does not divide 16"):
         read_measured(bad)
+
+
+def test_the_shipped_runs_carry_recompute_and_the_held_out_set() -> None:
+    runs = {run: steps[0] for run, steps in by_run(read_measured()).items()}
+    for run, row in runs.items():
+        # LoRA scripts enable gradient checkpointing; the FSDP2 run disables it; Megatron's
+        # logged TransformerConfig has recompute_granularity=None whatever the flag says
+        expected = bool(row.lora_rank)
+        assert row.gradient_checkpointing is expected, run
+    held = {run for run, row in runs.items() if row.held_out}
+    assert held == {"deepseek7b_llm_math_megatron"}
+    deepseek = runs["deepseek7b_llm_math_megatron"]
+    assert deepseek.source.startswith("eric-haibin-lin/verl-data@40f7ce6cd7:gsm8k/")
+    layout = deepseek.layout()
+    assert (layout.tp, layout.pp, layout.vpp, layout.dp, layout.micro_batch) == (4, 2, 1, 2, 4)

@@ -15,8 +15,14 @@ model and GPU in runtime/sim/hardware.py. The terms are the ones the measurement
 - the phase switch per step (weights into the engine, its wake and sleep): `switch_s` +
   `switch_s_per_gb` per GB of weights each GPU holds;
 - scoring: `forward` x its FLOPs at peak (1 / MFU), plus per pass `pass_s_per_layer` per layer
-  and `pass_s_per_gb` per GB of weights (offloaded weights brought back, layers gathered);
-- training: `train` x its FLOPs at peak, plus `update_s_per_layer` per layer per update;
+  and `pass_s_per_gb` per GB of weights (offloaded weights brought back, layers gathered), plus
+  `micro_s_per_layer` per micro-batch and layer on each data-parallel rank (the launches,
+  synchronisations and small kernels a micro-batch pays whatever its size: with them a
+  trainer's efficiency falls with shorter sequences and smaller micro-batches, and more on a
+  GPU whose compute is fast, instead of one constant MFU);
+- training: `train` x its FLOPs at peak (with gradient checkpointing the forward twice), plus
+  `update_s_per_layer` per layer per update and `train_micro_s_per_layer` per micro-batch and
+  layer (forward and backward);
 - in both, the trainer layout's exposed communication at datasheet interconnect bandwidth
   (runtime/calib/comm.py: no coefficient), and a pipeline's bubble stretches the compute.
 """
@@ -65,11 +71,18 @@ class Coefficients(BaseModel):
     pass_s_per_gb: float = Field(ge=0, description="per scoring pass and GB of weights")
     train: float = Field(ge=0, description="x peak-FLOPs time of an update (1 / MFU)")
     update_s_per_layer: float = Field(ge=0, description="per update and layer")
+    micro_s_per_layer: float = Field(
+        0.0, ge=0, description="per scoring micro-batch and layer on a data-parallel rank"
+    )
+    train_micro_s_per_layer: float = Field(
+        0.0, ge=0, description="per training micro-batch and layer on a data-parallel rank"
+    )
 
 
-def train_flops_per_token(model: ModelSpec, lora: bool) -> float:
-    """6 x params (forward and backward); with LoRA no weight gradients: 4 x params."""
-    return (4 if lora else 6) * model.params
+def train_flops_per_token(model: ModelSpec, lora: bool, recompute: bool = False) -> float:
+    """6 x params (forward and backward); with LoRA no weight gradients: 4 x params; gradient
+    checkpointing runs each layer's forward again in the backward: 2 x params more."""
+    return ((4 if lora else 6) + (2 if recompute else 0)) * model.params
 
 
 def calibrated_profile(
@@ -88,8 +101,10 @@ def calibrated_profile(
     launch = c.eager_s_per_layer if engine.enforce_eager else 0.0
     budget = engine.gpu_memory_utilization * gpu.memory_bytes
     kv_free = budget - model.weight_bytes / tp - ACTIVATION_RESERVE
-    forward, update = 2 * model.params, train_flops_per_token(model, lora)
+    forward, update = 2 * model.params, train_flops_per_token(model, lora, layout.recompute)
     stretch = layout.stretch()
+    score_micro = layout.micro_batch_layers_per_token(model.layers, train=False)
+    train_micro = layout.micro_batch_layers_per_token(model.layers, train=True)
     return TimeProfile(
         name=name,
         prefill_s_per_token=c.prefill * 2 * model.params / flops,
@@ -97,8 +112,10 @@ def calibrated_profile(
         decode_s_per_seq=c.lora_s_per_seq_layer * model.layers * lora,
         decode_s_per_context_token=c.memory * model.kv_bytes_per_token / bandwidth,
         score_s_per_token=c.forward * stretch * forward / gpu.bf16_flops
+        + c.micro_s_per_layer * score_micro
         + comm_s_per_token(model, gpu, layout, forward, train=False, lora=lora),
         train_s_per_token=c.train * stretch * update / gpu.bf16_flops
+        + c.train_micro_s_per_layer * train_micro
         + comm_s_per_token(model, gpu, layout, update, train=True, lora=lora),
         cold_start_s=COLD_START_S + model.weight_bytes / LOAD_BYTES_PER_S,
         max_batch=engine.max_num_seqs,

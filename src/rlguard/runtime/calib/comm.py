@@ -66,10 +66,26 @@ class TrainLayout:
     micro_batch: int
     mini_batch: int
     sequence_tokens: float
+    log_prob_micro_batch: int | None = None  # scoring's micro-batch; None: `micro_batch`
+    recompute: bool = False  # gradient checkpointing: the update runs each forward twice
 
     @property
     def dp(self) -> int:
         return self.n_gpus // (self.tp * self.pp)
+
+    @property
+    def score_micro_batch(self) -> int:
+        return self.log_prob_micro_batch or self.micro_batch
+
+    def micro_batch_layers_per_token(self, layers: int, train: bool) -> float:
+        """Micro-batch-layers a token costs, in GPU terms: each data-parallel rank runs its
+        micro-batches of `micro` sequences one after another through its `layers / pp` layers
+        (the pipeline's stages in parallel, stretched by its bubble), so a token of a
+        `sequence_tokens`-long sequence takes tp x pp / (micro x sequence_tokens) x layers / pp
+        x stretch of the n GPUs' time. Times a per-micro-batch-layer overhead it is GPU-seconds
+        a token, like the compute beside it."""
+        micro = self.micro_batch if train else self.score_micro_batch
+        return self.tp * layers * self.stretch() / (micro * self.sequence_tokens)
 
     def stretch(self) -> float:
         """The pipeline bubble's factor on compute and TP traffic (1 without pipeline)."""
@@ -90,6 +106,14 @@ class TrainerSettings(BaseModel):
     vpp: int = Field(1, gt=0, description="Megatron virtual stages per pipeline stage")
     micro_batch_per_gpu: int = Field(EXAMPLE_MICRO_BATCH, gt=0)
     mini_batch_prompts: int = Field(EXAMPLE_MINI_BATCH, gt=0)
+    log_prob_micro_batch_per_gpu: int | None = Field(
+        None, gt=0, description="scoring's micro-batch (`log_prob_micro_batch_size_per_gpu`)"
+    )
+    gradient_checkpointing: bool = Field(
+        False,
+        description="activation recompute in the update (`enable_gradient_checkpointing`; "
+        "Megatron recomputes only with a `recompute_granularity`)",
+    )
 
     def check(self, n_gpus: int) -> None:
         """A Megatron layout must split the GPUs into whole data-parallel replicas."""
@@ -107,6 +131,8 @@ class TrainerSettings(BaseModel):
             self.micro_batch_per_gpu,
             min(self.mini_batch_prompts, prompts) * samples,
             tokens,
+            self.log_prob_micro_batch_per_gpu,
+            self.gradient_checkpointing,
         )
 
 
@@ -122,7 +148,8 @@ def comm_s_per_token(
     `flops_per_token` is the pass's compute, against which FSDP hides its transfers."""
     if layout.strategy == "megatron":
         return _megatron(model, gpu, layout, train, lora)
-    tokens = layout.micro_batch * layout.sequence_tokens
+    micro = layout.micro_batch if train else layout.score_micro_batch
+    tokens = micro * layout.sequence_tokens
     return fsdp_exposed_s_per_token(model, gpu, layout.n_gpus, tokens, flops_per_token, train, lora)
 
 

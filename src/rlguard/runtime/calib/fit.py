@@ -115,8 +115,9 @@ def _fit_phase(feats: list[Features], phase: str, names: tuple[str, ...]) -> np.
 
 
 def fit(feats: list[Features]) -> Coefficients:
-    """Least squares over the runs the model covers (`MeasuredStep.out_of_domain` empty)."""
-    feats = [f for f in feats if not f.row.out_of_domain]
+    """Least squares over the runs the model covers (`MeasuredStep.out_of_domain` empty) and
+    that are not held out (`MeasuredStep.held_out`)."""
+    feats = [f for f in feats if not f.row.out_of_domain and not f.row.held_out]
     named = dict(zip(GENERATION + SWITCH, _fit_generation(feats).tolist(), strict=True))
     named |= dict(zip(SCORING, _fit_phase(feats, "scoring", SCORING).tolist(), strict=True))
     named |= dict(zip(TRAINING, _fit_phase(feats, "training", TRAINING).tolist(), strict=True))
@@ -156,8 +157,9 @@ def run_errors(run: str, jobs: list[Replay], coefs: Coefficients) -> list[RunErr
 
 
 def leave_one_run_out(feats: list[Features]) -> list[RunError]:
-    """Each run simulated with the coefficients fitted to the others: a run out of the domain is
-    predicted like any other, though no fit ever uses it."""
+    """Each run simulated with the coefficients fitted to the others: a run out of the domain or
+    held out is predicted like any other, though no fit ever uses it (so a held-out run's
+    prediction is the fit to every covered run)."""
     errors = []
     for run in by_run(f.row for f in feats):
         coefs = fit([f for f in feats if f.row.run != run])

@@ -74,10 +74,23 @@ class MeasuredStep(BaseModel):
     train_vpp: int = Field(1, gt=0, description="Megatron virtual stages per pipeline stage")
     micro_batch_per_gpu: int = Field(EXAMPLE_MICRO_BATCH, gt=0, description="sequences")
     mini_batch_prompts: int = Field(EXAMPLE_MINI_BATCH, gt=0, description="per optimizer step")
+    log_prob_micro_batch_per_gpu: int | None = Field(
+        None, gt=0, description="scoring's micro-batch in sequences; blank: micro_batch_per_gpu"
+    )
+    gradient_checkpointing: bool = Field(
+        False,
+        description="the update recomputes activations (effective: Megatron's "
+        "recompute_granularity, not the flag it ignores)",
+    )
     param_offload: bool = False
     lora_rank: int = Field(0, ge=0)
     out_of_domain: str = Field(
         "", description="why no fit uses this run (leave-one-run-out still predicts it)"
+    )
+    held_out: bool = Field(
+        False,
+        description="set aside before any model choice: no fit uses it, and its errors are "
+        "reported apart (a test of the model, not an input)",
     )
     notes: str = ""
 
@@ -102,6 +115,8 @@ class MeasuredStep(BaseModel):
             vpp=self.train_vpp,
             micro_batch_per_gpu=self.micro_batch_per_gpu,
             mini_batch_prompts=self.mini_batch_prompts,
+            log_prob_micro_batch_per_gpu=self.log_prob_micro_batch_per_gpu,
+            gradient_checkpointing=self.gradient_checkpointing,
         )
 
     def layout(self) -> TrainLayout:
