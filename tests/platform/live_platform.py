@@ -156,3 +156,16 @@ def assert_replayed(job: dict, events: list[dict], decisions: list[dict]) -> Non
 
     live = {d["event_seq"]: (d["stop"], d["reason"]) for d in decisions}
     assert replay_decisions(job, events) == live
+
+
+def wait_for(check, timeout_s: float, what: str):  # type: ignore[no-untyped-def]
+    """Poll `check` until it returns something truthy; that, with the seconds it took."""
+    import time
+
+    start = time.monotonic()
+    while time.monotonic() - start < timeout_s:
+        value = check()
+        if value:
+            return value, time.monotonic() - start
+        time.sleep(0.2)
+    raise TimeoutError(f"{what} after {timeout_s} s")

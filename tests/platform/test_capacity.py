@@ -7,11 +7,10 @@ without having held or billed a GPU."""
 from __future__ import annotations
 
 import math
-import time
 
 import pytest
 from in_process import in_process_platform
-from live_platform import curve_command
+from live_platform import curve_command, wait_for
 
 from rlguard.platform.db import Tenant
 from rlguard.platform.schemas import JobCreate
@@ -37,19 +36,8 @@ def test_the_platform_takes_rays_capacity_each_time_it_asks(tmp_path):
         assert platform.may_launch(job_id, now=0.0)  # a capacity change ends the hold
 
 
-def _until(check, timeout_s: float, what: str):  # type: ignore[no-untyped-def]
-    """Poll `check` until it returns something truthy; that, with the seconds it took."""
-    start = time.monotonic()
-    while time.monotonic() - start < timeout_s:
-        value = check()
-        if value:
-            return value, time.monotonic() - start
-        time.sleep(0.2)
-    raise TimeoutError(f"{what} after {timeout_s} s")
-
-
 def _gpus(client, expected: int, timeout_s: float, what: str) -> float:
-    return _until(lambda: client.cluster()["gpus"] == expected, timeout_s, what)[1]
+    return wait_for(lambda: client.cluster()["gpus"] == expected, timeout_s, what)[1]
 
 
 @pytest.mark.ray
@@ -84,7 +72,7 @@ def test_a_run_ray_cannot_place_goes_back_to_the_queue_unbilled(ray_cluster, liv
         states = [e["data"] for e in client.all_events(big) if e["type"] == "state"]
         return states if states[-1]["status"] == "queued" and len(states) > 3 else None
 
-    states, took = _until(requeued, PLACE_TIMEOUT_S + 60, "the unplaced run was never requeued")
+    states, took = wait_for(requeued, PLACE_TIMEOUT_S + 60, "the unplaced run was never requeued")
     print(f"\nunplaced run requeued after {took:.1f} s")
     assert [s["status"] for s in states] == [
         "validating",

@@ -14,7 +14,7 @@ import time
 
 import httpx
 import pytest
-from live_platform import curve_command, sql_engine
+from live_platform import curve_command, sql_engine, wait_for
 from ray_cluster import descendants, parent
 from sqlalchemy import text
 
@@ -35,23 +35,13 @@ def _runs(server, job_id):
     return rows
 
 
-def _until(check, timeout_s: float, what: str):  # type: ignore[no-untyped-def]
-    start = time.monotonic()
-    while time.monotonic() - start < timeout_s:
-        value = check()
-        if value:
-            return value, time.monotonic() - start
-        time.sleep(0.2)
-    raise TimeoutError(f"{what} after {timeout_s} s")
-
-
 def _evals(client, job_id) -> int:
     return sum(e["type"] == "eval" for e in client.all_events(job_id))
 
 
 def _running_run(server, client, job_id):
     """The job's first run, once its process runs and it has reported 3 evals."""
-    _until(lambda: _evals(client, job_id) >= 3, 180, f"{job_id} reported no evals")
+    wait_for(lambda: _evals(client, job_id) >= 3, 180, f"{job_id} reported no evals")
     (run,) = _runs(server, job_id)
     return run
 
@@ -137,15 +127,15 @@ def test_a_killed_nodes_run_is_lost_when_ray_says_so_and_resumes_on_a_live_node(
     server = live_server("--address", ray_cluster.address)
     _, key = server.tenant("acme", quota_gpus=2)
     client = server.client(key)
-    _until(lambda: client.cluster()["gpus"] == 2, 300, "the workers never counted")
+    wait_for(lambda: client.cluster()["gpus"] == 2, 300, "the workers never counted")
     a, b = (client.submit({"command": curve_command(curve, 0.5)})["id"] for _ in range(2))
     run = _running_run(server, client, a)
     _running_run(server, client, b)
     node, old_token = ray_cluster.node_of(run.pid), _job_token(run)
 
     ray_cluster.kill(node)
-    _, lost_after = _until(lambda: "queued" in _states(client, a)[3:], 120, "never lost")
-    _until(lambda: client.cluster()["gpus"] == 1, 30, "the dead node still counted")
+    _, lost_after = wait_for(lambda: "queued" in _states(client, a)[3:], 120, "never lost")
+    wait_for(lambda: client.cluster()["gpus"] == 1, 30, "the dead node still counted")
     print(f"\nnode SIGKILLed -> run recorded lost and job requeued: {lost_after:.1f} s")
     first = _runs(server, a)[0]
     assert first.end_reason == "lost"
@@ -155,7 +145,7 @@ def test_a_killed_nodes_run_is_lost_when_ray_says_so_and_resumes_on_a_live_node(
         assert client.job(a)["status"] == "queued"
         time.sleep(0.5)
     # Running again on the live node: the lost run's token is refused, as it was once revoked.
-    _until(lambda: client.job(a)["status"] == "running", 300, "the lost job never ran again")
+    wait_for(lambda: client.job(a)["status"] == "running", 300, "the lost job never ran again")
     stale = httpx.post(
         f"{server.url}/v1/jobs/{a}/evals",
         json={"step": 1000, "score": 0.0, "progress": 0.5},

@@ -14,22 +14,11 @@ from pathlib import Path
 import pytest
 import yaml
 from live_platform import RLGUARD, LiveServer, free_port
+from test_quotes import SETUP
 
 pytestmark = pytest.mark.ray
 
 BUDGET_JOB = Path(__file__).with_name("budget_job.py")
-SETUP = {
-    "model": "qwen2.5-0.5b",
-    "gpu": "h100",
-    "n_gpus": 2,
-    "prompts_per_step": 64,
-    "samples_per_prompt": 5,
-    "prompt_length_mean": 104,
-    "max_prompt_length": 512,
-    "response_length_mean": 330,
-    "max_response_length": 1024,
-    "steps": 100,
-}
 # Evals 1 and 2 come at once at progress 0.5 (pace under 0.02 GPU-h while the run has been up
 # less than 18 s); eval 3 after 22 s at progress 0.55: 2 GPUs x 22 s / 0.55 = 0.022 GPU-h.
 BUDGET, PAUSE_S = 0.02, 22
