@@ -18,21 +18,26 @@ def _decision_evidence(engine) -> object:
     return json.loads(value) if isinstance(value, str) else value  # SQLite: JSON as text
 
 
+def _tenant_and_job(c, now: float, status: str, last_seq: int) -> None:  # type: ignore[no-untyped-def]
+    """Tenant t-1 and its command job job-1, as the oldest revision's columns hold them."""
+    c.execute(text("INSERT INTO tenants VALUES ('t-1', 'a', 1, 1.0, :now)"), {"now": now})
+    c.execute(
+        text(
+            "INSERT INTO jobs (id, tenant_id, kind, job_kind, spec, gpus, cpus, estimate_s,"
+            " stop_policy, status, last_seq, gpu_seconds, gpu_hours_freed, created_at)"
+            " VALUES ('job-1', 't-1', 'command', 'rlhf', '{}', 1, 1, 1, '{}', :status,"
+            " :seq, 0, 0, :now)"
+        ),
+        {"now": now, "status": status, "seq": last_seq},
+    )
+
+
 def test_evidence_list_becomes_a_range_and_back(store_url, tmp_path):
     engine = open_engine(store_url or f"sqlite:///{tmp_path / 'platform.db'}")
     migrate(engine, "0001")
     now = time.time()
     with engine.begin() as c:
-        c.execute(text("INSERT INTO tenants VALUES ('t-1', 'a', 1, 1.0, :now)"), {"now": now})
-        c.execute(
-            text(
-                "INSERT INTO jobs (id, tenant_id, kind, job_kind, spec, gpus, cpus, estimate_s,"
-                " stop_policy, status, last_seq, gpu_seconds, gpu_hours_freed, created_at)"
-                " VALUES ('job-1', 't-1', 'command', 'rlhf', '{}', 1, 1, 1, '{}', 'running',"
-                " 5, 0, 0, :now)"
-            ),
-            {"now": now},
-        )
+        _tenant_and_job(c, now, "running", 5)
         # evals at seqs 2, 3 and 5; a checkpoint event between them
         for seq, type_ in [(1, "state"), (2, "eval"), (3, "eval"), (4, "checkpoint"), (5, "eval")]:
             c.execute(
@@ -63,16 +68,7 @@ def test_quote_columns_come_empty_and_go(store_url, tmp_path):
     migrate(engine, "0004")
     now = time.time()
     with engine.begin() as c:
-        c.execute(text("INSERT INTO tenants VALUES ('t-1', 'a', 1, 1.0, :now)"), {"now": now})
-        c.execute(
-            text(
-                "INSERT INTO jobs (id, tenant_id, kind, job_kind, spec, gpus, cpus, estimate_s,"
-                " stop_policy, status, last_seq, gpu_seconds, gpu_hours_freed, created_at)"
-                " VALUES ('job-1', 't-1', 'command', 'rlhf', '{}', 1, 1, 1, '{}', 'succeeded',"
-                " 0, 0, 0, :now)"
-            ),
-            {"now": now},
-        )
+        _tenant_and_job(c, now, "succeeded", 0)
     migrate(engine)
     with engine.connect() as c:
         assert c.execute(text("SELECT quote, measured FROM jobs")).one() == (None, None)
