@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from live_platform import RLGUARD, LiveServer, free_port, new_database, row_counts
+from live_platform import RLGUARD, LiveServer, free_port, new_database, row_counts, wait_for
 
 pytestmark = pytest.mark.ray
 
@@ -68,6 +68,13 @@ def api(request, tmp_path_factory) -> Iterator[dict[str, Any]]:
         while "RLGUARD_JOB_TOKEN=" not in (env_file.read_text() if env_file.is_file() else ""):
             assert time.monotonic() < deadline, "the token job never started"
             time.sleep(0.2)
+        # The run's actor reports the spawn (the `running` event) on its own, maybe after the
+        # process wrote its environment: until then the store is still changing.
+        wait_for(
+            lambda: big.get(f"/v1/jobs/{job['id']}").json()["status"] == "running",
+            60,
+            "the token job never reported running",
+        )
         env = dict(line.partition("=")[::2] for line in env_file.read_text().splitlines())
         reporter = _http(server.url, env["RLGUARD_JOB_TOKEN"])
         clients.append(reporter)

@@ -127,6 +127,11 @@ def world(request, tmp_path_factory) -> Iterator[dict[str, Any]]:
         state = _job_state(a, a_job["id"])
         assert len(state["checkpoints"]) == 3 and len(state["decisions"]) == 3
         assert a.get(f"/v1/jobs/{a_job['id']}").json()["status"] == "running"
+        # B's actor reports the spawn on its own: the rows below must not move after this.
+        _wait_for(
+            "B's job to be running",
+            lambda: b.get(f"/v1/jobs/{b_job['id']}").json()["status"] == "running",
+        )
         yield {
             "server": server,
             "a_job": a_job["id"],
