@@ -22,12 +22,22 @@ class EvalEvent:
     proxy: float | None = None
 
 
+AT_LAST_EVAL = "at its last eval (nothing left to save): "
+"""How the reason begins of a stop a rule would have made at a job's last eval, which ends the
+job anyway: the rule says so, but does not stop it (StopRule.observe)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Decision:
     """A stop rule's answer to one eval event."""
 
     stop: bool
     reason: str = ""
+
+    @property
+    def flagged(self) -> bool:
+        """A stop, or the stop the rule would have made at the job's last eval (StopRule)."""
+        return self.stop or self.reason.startswith(AT_LAST_EVAL)
 
 
 CONTINUE = Decision(stop=False)

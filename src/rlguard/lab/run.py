@@ -58,7 +58,8 @@ class Budget:
 
 @dataclass
 class StopWatch:
-    """An eval hook that records the first step each rule would stop at, without stopping."""
+    """An eval hook that records the first step each rule would stop at, without stopping (its
+    last eval included: there a rule only says it would)."""
 
     rules: dict[str, StopRule] = field(default_factory=_watched_rules)
     stops: dict[str, int | None] = field(default_factory=dict)
@@ -66,7 +67,7 @@ class StopWatch:
     def __call__(self, event: dict[str, Any]) -> None:
         for name, rule in self.rules.items():
             self.stops.setdefault(name, None)
-            if rule.observe(EvalEvent(**event)).stop and self.stops[name] is None:
+            if rule.observe(EvalEvent(**event)).flagged and self.stops[name] is None:
                 self.stops[name] = event["step"]
 
 

@@ -16,11 +16,12 @@ def events(
     job_id: str = "j",
     kind: str = "rlhf",
 ) -> list[EvalEvent]:
-    """Eval events 1..len; progress = step / n_evals (n_evals defaults to the length)."""
+    """Eval events 1..len; progress = step / n_evals (n_evals defaults to one more than the
+    length: the job goes on after them, so its rule may stop it at any of them)."""
     length = len(scores if scores is not None else losses or [])
     scores = scores if scores is not None else [0.5] * length
     losses = losses if losses is not None else [1.0] * length
-    n = n_evals or length
+    n = n_evals or length + 1
     pairs = enumerate(zip(scores, losses, strict=True))
     return [EvalEvent(job_id, kind, i + 1, (i + 1) / n, s, loss) for i, (s, loss) in pairs]
 

@@ -22,14 +22,14 @@ def test_fixed_progress_name_and_defaults() -> None:
 def test_fixed_progress_stops_without_a_new_best_at_the_check() -> None:
     scores = [0.1, 0.2, 0.3, 0.4, 0.35, 0.6, 0.7, 0.8, 0.9, 1.0]  # progress 0.5 at step 5
     rule = FixedProgress()
-    decisions = [rule.observe(ev) for ev in events(scores)]
+    decisions = [rule.observe(ev) for ev in events(scores, n_evals=10)]
     assert [d.stop for d in decisions].index(True) == 4
     assert "0.50" in decisions[4].reason
 
 
 def test_fixed_progress_continues_on_a_new_best_at_the_check() -> None:
     scores = [0.1, 0.2, 0.3, 0.4, 0.45, 0.1, 0.1, 0.1, 0.1, 0.1]
-    assert first_stop(FixedProgress(), events(scores)) is None
+    assert first_stop(FixedProgress(), events(scores, n_evals=10)) is None
 
 
 def test_fixed_progress_checks_exactly_once() -> None:

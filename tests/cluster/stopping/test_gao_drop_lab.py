@@ -30,10 +30,13 @@ CGPO = [name for name, c in CURVES.items() if c.method in ("crpg", "crraft", "co
 
 
 def stops(rule: StopRule, progress, scores) -> bool:
-    return any(
-        rule.observe(EvalEvent("run", "rlhf", i, float(p), float(s), 0.0)).stop
+    """Whether the rule flags the run: stops it, or would at its last eval (where a stop saves
+    nothing, so the rule's verdict is only its reason)."""
+    decisions = (
+        rule.observe(EvalEvent("run", "rlhf", i, float(p), float(s), 0.0))
         for i, (p, s) in enumerate(zip(progress, scores, strict=True))
     )
+    return any(d.flagged for d in decisions)
 
 
 def as_simulated(curve: MeasuredCurve, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -139,3 +139,17 @@ def test_ema_with_alpha_1_is_plain_patience() -> None:
 def test_invalid_arguments(cls: type[Patience], kwargs: dict[str, float], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         cls(**kwargs)
+
+
+def test_a_stop_due_at_the_last_eval_is_only_a_reason() -> None:
+    # The simulator never shows a rule the last eval; a live job's watcher does (progress 1).
+    # The TRL lab's honest seed 2 (0.625 at step 12, three evals without a new best, the third
+    # its last) was "stopped" there, at no saving.
+    scores = [0.53, 0.55, 0.625, 0.617, 0.589, 0.604]
+    rule = Patience(patience=3)
+    decisions = [rule.observe(ev) for ev in events(scores, n_evals=6)]
+    assert not any(d.stop for d in decisions)
+    assert (
+        decisions[-1].reason == "at its last eval (nothing left to save): no improvement in 3 evals"
+    )
+    assert first_stop(Patience(patience=3), events(scores, n_evals=7)) == 6

@@ -3,6 +3,10 @@
 A rule keeps state per job and never across jobs: its decision for a job depends only on that
 job's own eval history. `job_kinds` says which job types it watches (RLHF by default, the jobs
 that can reward-hack).
+
+A job's last eval (progress 1) is never a stop: the job ends there anyway, so stopping saves
+nothing and would only call a finished job stopped. The simulator never shows a rule that eval
+(verdicts.py); a live platform does, and gets the rule's verdict as a reason, not a stop.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from rlguard.cluster.events import CONTINUE, Decision, EvalEvent
+from rlguard.cluster.events import AT_LAST_EVAL, CONTINUE, Decision, EvalEvent
 
 
 class StopRule(ABC):
@@ -27,7 +31,10 @@ class StopRule(ABC):
         state = self._state.get(event.job_id)
         if state is None:
             state = self._state[event.job_id] = self.new_state()
-        return self.decide(state, event)
+        decision = self.decide(state, event)
+        if decision.stop and event.progress >= 1.0:
+            return Decision(False, AT_LAST_EVAL + decision.reason)
+        return decision
 
     def forget(self, job_id: str) -> None:
         """Drop a finished job's state (keeps memory flat over long simulations)."""
