@@ -191,6 +191,32 @@ def test_a_job_whose_pace_passes_its_budget_is_stopped_with_its_best_checkpoint(
     assert job["quote"]["status"] == "quoted"
 
 
+def test_a_job_that_reports_no_evals_is_stopped_once_it_has_spent_its_budget(api, platform):
+    job_id, _ = _running(platform, {"command": "sleep 600", "gpus": 2, "budget_gpu_hours": 0.5})
+    with platform.store.transaction() as s:
+        started = s.query(Run).filter_by(job_id=job_id).one().running_at
+    platform.enforce_budgets(started + 899)  # 2 GPUs for 15 min: 0.4999 GPU-h
+    assert api.get(f"/v1/jobs/{job_id}").json()["status"] == "running"
+    platform.enforce_budgets(started + 901)
+    job = api.get(f"/v1/jobs/{job_id}").json()
+    assert job["status"] == "stopping" and job["stop_reason"].startswith("budget: spent 0.5006")
+    (stop,) = api.get(f"/v1/jobs/{job_id}/decisions?stops_only=true").json()["data"]
+    assert stop["rule"] == "budget" and stop["params"] == {"budget_gpu_hours": 0.5}
+    assert stop["evidence"] == {
+        "gpu_hours": pytest.approx(0.5006, abs=1e-4),
+        "budget_gpu_hours": 0.5,
+    }
+    (event,) = [
+        e for e in api.get(f"/v1/jobs/{job_id}/events").json()["data"] if e["type"] == "decision"
+    ]
+    assert event["seq"] == stop["event_seq"] and event["data"]["decision"] == stop["id"]
+    platform.enforce_grace(started + 901 + platform.grace_s)  # it did not exit: SIGTERM
+    assert platform.executor.stopped == [platform.active_job(job_id).handle]
+    platform.run_ended(job_id, 143)
+    job = api.get(f"/v1/jobs/{job_id}").json()
+    assert job["status"] == "early_stopped"
+
+
 def _steps(platform, job_id, token) -> list[dict]:
     timings = [
         {"gen_s": 40.0, "old_log_prob_s": 1.5, "ref_s": 0.6, "update_actor_s": 7.0, "step_s": 50},

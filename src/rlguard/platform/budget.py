@@ -1,6 +1,8 @@
 """A job's GPU-hour budget: its pace so far (GPU-hours / progress) projected to its end, checked
 at each eval it reports; past the budget the job is stopped as a stop rule stops it (early_stopped,
-its best checkpoint delivered), with the projection as the decision's evidence."""
+its best checkpoint delivered), with the projection as the decision's evidence. A job that reports
+no evals has no pace to project: it is stopped once it has spent its budget (`Spent`), checked by
+the scheduling loop."""
 
 from __future__ import annotations
 
@@ -37,6 +39,23 @@ class Projection:
             "projected_gpu_hours": round(self.projected_gpu_hours, 6),
             "budget_gpu_hours": self.budget_gpu_hours,
         }
+
+
+@dataclass(frozen=True)
+class Spent:
+    gpu_hours: float  # used so far, all attempts
+    budget_gpu_hours: float
+
+    @property
+    def over(self) -> bool:
+        return self.gpu_hours > self.budget_gpu_hours
+
+    def reason(self) -> str:
+        budget = self.budget_gpu_hours
+        return f"spent {self.gpu_hours:.4g} GPU-h, past the budget of {budget:.4g} GPU-h"
+
+    def evidence(self) -> dict[str, Any]:
+        return {"gpu_hours": round(self.gpu_hours, 6), "budget_gpu_hours": self.budget_gpu_hours}
 
 
 def projection(spec: dict[str, Any], gpu_hours: float, progress: float) -> Projection | None:

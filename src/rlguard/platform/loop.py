@@ -115,6 +115,7 @@ class SchedulerLoop(threading.Thread):
                         platform.refresh_capacity()
                         self._next_capacity = now + CAPACITY_EVERY_S
                     platform.collect()
+                    platform.enforce_budgets(now)
                     platform.enforce_grace(now)
                     schedule(platform, time.time(), round_due)
             except Exception:  # a failed pass is logged and retried, never the loop's end

@@ -21,7 +21,7 @@ from rlguard.platform import budget, states
 from rlguard.platform.artifacts import StoredCheckpoint
 from rlguard.platform.db import Checkpoint, DecisionRecord, Event, Job
 from rlguard.platform.keys import new_id, same_digest
-from rlguard.platform.rules import evidence
+from rlguard.platform.rules import decision_row, evidence, stop_event_data
 from rlguard.platform.schemas import CheckpointReport, EvalReport
 from rlguard.platform.service import Active, Conflict, Platform, Unauthorized
 
@@ -220,20 +220,10 @@ class Reports:
     ) -> dict[str, Any]:
         """Store a decision (`rule`: its rule, params and shadow); a stop is an event too, and
         one that is not a shadow's stops the job."""
-        decision = {
-            "id": new_id("dec"),
-            "job_id": job.id,
-            "event_seq": seq,
-            **rule,
-            "stop": stop,
-            "reason": reason,
-            "evidence": evidence_,
-            "created_at": time.time(),
-        }
+        decision = decision_row(job.id, seq, rule, stop, reason, evidence_)
         batch.decisions.append(decision)
         if stop:
-            keys = ("rule", "stop", "reason", "shadow", "evidence")
-            data = {"decision": decision["id"], **{k: decision[k] for k in keys}}
+            data = stop_event_data(decision)
             batch.events.append(self.platform.next_event(job, "decision", data, "warning"))
         if stop and not rule["shadow"]:
             self.platform.stop_early(batch.session, job, f"{rule['rule']}: {reason}")

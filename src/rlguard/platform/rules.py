@@ -7,6 +7,7 @@ across jobs, so one rule object serves every job that names the same parameters.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,7 @@ from rlguard.cluster.policies.base import Policy
 from rlguard.cluster.registry import RULES, RuleParams
 from rlguard.cluster.scheduler import Scheduler
 from rlguard.errors import InputError
+from rlguard.platform.keys import new_id
 
 
 @dataclass(frozen=True)
@@ -82,3 +84,25 @@ def evidence(job_rule: JobRule, eval_seqs: list[int]) -> dict[str, int]:
     window = job_rule.params.k + 1 if job_rule.rule == "evalstop" else len(eval_seqs)
     first = max(len(eval_seqs) - window, 0)
     return {"from_seq": eval_seqs[first], "to_seq": eval_seqs[-1], "evals": len(eval_seqs) - first}
+
+
+def decision_row(
+    job_id: str, seq: int, rule: dict[str, Any], stop: bool, reason: str, evidence_: dict[str, Any]
+) -> dict[str, Any]:
+    """A decision as stored (`rule`: its rule, params and shadow) on the job's event `seq`."""
+    return {
+        "id": new_id("dec"),
+        "job_id": job_id,
+        "event_seq": seq,
+        **rule,
+        "stop": stop,
+        "reason": reason,
+        "evidence": evidence_,
+        "created_at": time.time(),
+    }
+
+
+def stop_event_data(decision: dict[str, Any]) -> dict[str, Any]:
+    """What the `decision` event a stop records says of its decision."""
+    keys = ("rule", "stop", "reason", "shadow", "evidence")
+    return {"decision": decision["id"], **{k: decision[k] for k in keys}}

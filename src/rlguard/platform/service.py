@@ -23,14 +23,14 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from rlguard.errors import InputError
-from rlguard.platform import jobspec, quotes, states
-from rlguard.platform.db import Event, Job, Run, Tenant
+from rlguard.platform import budget, jobspec, quotes, states
+from rlguard.platform.db import DecisionRecord, Event, Job, Run, Tenant
 from rlguard.platform.executor import RayExecutor, RunHandle
 from rlguard.platform.jobview import JobViews
 from rlguard.platform.keys import JOB_TOKEN_PREFIX, digest, new_id, new_secret
 from rlguard.platform.live_table import LiveTable
 from rlguard.platform.outcome import measured
-from rlguard.platform.rules import JobRule, StopRules
+from rlguard.platform.rules import JobRule, StopRules, decision_row, stop_event_data
 from rlguard.platform.sandbox import UID_BASE
 from rlguard.platform.schemas import JobCreate
 from rlguard.platform.store import Store
@@ -117,6 +117,7 @@ class Active:
     lost_runs: int = 0
     fence: str | None = None  # its last run, until Ray says that run's actor is dead
     held_until: float = 0.0  # its last run could not be placed: not launched again before
+    budget_gpu_hours: float | None = None
 
 
 class Platform:
@@ -253,6 +254,7 @@ class Platform:
             status=job.status,
             attempt=attempt,
             intent=job.intent,
+            budget_gpu_hours=job.spec.get("budget_gpu_hours"),
         )
         self.active[job.id] = active
         self.table.add(job.id, job.job_kind, job.gpus, job.created_at, job.estimate_s)
@@ -525,6 +527,27 @@ class Platform:
         self.table.leave(job.id, job.finished_at, requeue=False)
         self.rules.job_ended(job.id)
         self.dirty.set()
+
+    def enforce_budgets(self, now: float) -> None:
+        """Stop each running job that has spent its GPU-hour budget, whether or not it reports
+        evals (one that does is stopped sooner, on its projected pace: reports.py). The
+        decision rests on the `decision` event it records."""
+        for active in list(self.active.values()):
+            if active.budget_gpu_hours is None or active.status != states.RUNNING:
+                continue
+            gpu_hours = active.gpus * self.table.executed_s(active.job_id, now) / 3600
+            spent = budget.Spent(gpu_hours, active.budget_gpu_hours)
+            if not spent.over:
+                continue
+            rule = {"rule": budget.RULE, "params": {"budget_gpu_hours": spent.budget_gpu_hours}}
+            with self.store.transaction() as s:
+                job = s.get(Job, active.job_id)
+                decision = decision_row(
+                    job.id, 0, {**rule, "shadow": False}, True, spent.reason(), spent.evidence()
+                )
+                event = self.append(s, job, "decision", stop_event_data(decision), "warning")
+                s.add(DecisionRecord(**{**decision, "event_seq": event.seq}))
+                self.stop_early(s, job, f"{budget.RULE}: {spent.reason()}")
 
     def enforce_grace(self, now: float) -> None:
         """SIGTERM (then SIGKILL) the early-stopped jobs that did not exit by themselves."""
