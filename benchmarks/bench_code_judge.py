@@ -1,9 +1,13 @@
 """The code judge's speed, two source trees side by side: the lab's code task (correct and flawed
 responses, three asserts each), judged by a fresh CodeJudge (no verdict cache hits) per round.
 Rounds alternate between the trees in one run, each in a child process importing that tree, so
-both see the same machine load. Writes benchmarks/results/code_judge.json.
+both see the same machine load. `--host-processes N` holds N idle processes meanwhile: the
+sandbox scans the host's process table for its uid's processes around every run, and a busy host
+(this project's test suite peaks near 600 processes) makes that scan the judge's main cost.
+Writes benchmarks/results/code_judge.json (or --out).
 
-    python benchmarks/bench_code_judge.py --old /path/to/main/src --new src [--samples 48]
+    python benchmarks/bench_code_judge.py --old /path/to/main/src --new src [--samples 48] \
+        [--host-processes 400 --out benchmarks/results/code_judge_busy_host.json]
 """
 
 from __future__ import annotations
@@ -55,6 +59,8 @@ def main() -> None:
     parser.add_argument("--new", default="src")
     parser.add_argument("--samples", type=int, default=48)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--host-processes", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=RESULTS / "code_judge.json")
     parser.add_argument("--worker", action="store_true")
     args = parser.parse_args()
     if args.worker:
@@ -63,17 +69,24 @@ def main() -> None:
         parser.error("--old is required")
     times: dict[str, list[float]] = {"old": [], "new": []}
     verdicts = {}
-    for _ in range(args.rounds):
-        for name in ("old", "new"):
-            got = round_(getattr(args, name), args.samples)
-            times[name].append(round(got["wall_s"], 3))
-            verdicts[name] = got["verdicts"]
+    idle = [subprocess.Popen(["sleep", "3600"]) for _ in range(args.host_processes)]
+    try:
+        for _ in range(args.rounds):
+            for name in ("old", "new"):
+                got = round_(getattr(args, name), args.samples)
+                times[name].append(round(got["wall_s"], 3))
+                verdicts[name] = got["verdicts"]
+    finally:
+        for process in idle:
+            process.kill()
+            process.wait()
     if verdicts["old"] != verdicts["new"]:
         raise SystemExit("error: the two trees disagree on honest samples")
     median = {name: statistics.median(t) for name, t in times.items()}
     result = {
         "command": "python benchmarks/bench_code_judge.py --old <main>/src --new src",
         "samples": args.samples,
+        "host_processes": args.host_processes,
         "rounds": args.rounds,
         "wall_s": times,
         "median_s": median,
@@ -82,8 +95,8 @@ def main() -> None:
         "cpus": os.cpu_count(),
         "machine": platform.processor() or platform.machine(),
     }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "code_judge.json").write_text(json.dumps(result, indent=2) + "\n")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
 
 

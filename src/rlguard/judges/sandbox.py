@@ -310,8 +310,6 @@ def _run(
     def stop() -> None:
         with suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        if uid is not None:
-            host.kill_all(uid)
 
     try:
         pumped = pump(
@@ -327,6 +325,8 @@ def _run(
         stop()  # also when pump itself failed
         os.close(status_r)
         _reap(proc)
+        if uid is not None:  # what left the group; the child is reaped, so usually nothing
+            host.kill_all(uid)
     return _result(proc.returncode, pumped, limits, nonce, time.monotonic() - start)
 
 
