@@ -1,14 +1,15 @@
-"""One training step per optimizer on the fixed world, in whichever processes run it: under
-`accelerate launch` each process saves the step's gradients, updated weights and metrics, with and
-without micro-batches, to OUT/<optimizer>-<micro_batch_size>-<rank>.pt.
+"""Every data-parallel case of tests/train/test_data_parallel.py in one launch (each launch costs
+its processes' imports of torch and transformers, far more than the steps themselves): under
+`accelerate launch` each process runs one training step per optimizer, with and without
+micro-batches, for each (sharding, mixed precision) of RUNS, and saves the step's gradients,
+updated weights and metrics to OUT/<sharding>-<precision>/<optimizer>-<micro_batch_size>-<rank>.pt;
+then `inf_in_one_shard` to OUT/inf-shard/<rank>.pt.
 
-    python dp_worker.py WORLD_DIR OUT_DIR [SHARDING [MIXED_PRECISION [OPTIMIZER,...]]]
+    python dp_worker.py WORLD_DIR OUT_DIR
 
-SHARDING (default none) is the config's `sharding`; under fsdp each process saves the whole
-gradients and weights (gathered from the shards), and how many micro-batches it had and ran.
-MIXED_PRECISION (default no) is the config's; with fp16 the loss scale starts at 2^18, so that
-some updates overflow and are skipped, and each process also saves the scale after the step.
-OPTIMIZER,... (default every one) limits the optimizers.
+Under fsdp each process saves the whole gradients and weights (gathered from the shards), and how
+many micro-batches it had and ran. With fp16 the loss scale starts at 2^18, so that some updates
+overflow and are skipped, and each process also saves the scale after the step.
 """
 
 from __future__ import annotations
@@ -18,13 +19,24 @@ import sys
 from pathlib import Path
 
 import torch
+from torch import nn
 from torch.distributed.tensor import DTensor
 
 from fixed_world import PromptRollout, away_from_reference, make_trainer
+from rlguard.train.distributed import DataParallel
+from rlguard.train.precision import LossScale
+from rlguard.train.sharding import Sharding
 from tiny_models import tiny_tokenizer
 
 OPTIMIZERS = ["crpg", "crraft", "codpo", "grpo", "ppo"]
 MICRO_BATCH_SIZES = [None, 2]
+FP16_OPTIMIZERS = ["crraft", "ppo"]
+RUNS = [  # (sharding, mixed precision, optimizers)
+    ("none", "no", OPTIMIZERS),
+    ("fsdp", "no", OPTIMIZERS),
+    ("none", "fp16", FP16_OPTIMIZERS),
+    ("fsdp", "fp16", FP16_OPTIMIZERS),
+]
 
 
 def whole(tensor):
@@ -71,13 +83,9 @@ def one_step(
     return grads, weights, metrics, trainer
 
 
-if __name__ == "__main__":
-    torch.set_num_threads(1)
-    root, out = Path(sys.argv[1]), Path(sys.argv[2])
-    sharding = sys.argv[3] if len(sys.argv) > 3 else "none"
-    precision = sys.argv[4] if len(sys.argv) > 4 else "no"
-    optimizers = sys.argv[5].split(",") if len(sys.argv) > 5 else OPTIMIZERS
-    world = (root, tiny_tokenizer())
+def save_steps(world, out: Path, sharding: str, precision: str, optimizers: list[str]) -> None:
+    """One step per optimizer and micro-batch size, each saved as the module docstring says."""
+    out.mkdir(parents=True, exist_ok=True)
     rank = os.environ.get("RANK", 0)
     for optimizer in optimizers:
         for size in MICRO_BATCH_SIZES:
@@ -95,3 +103,35 @@ if __name__ == "__main__":
                 "scale": scaler.get_scale() if scaler else None,
             }
             torch.save(saved, out / f"{optimizer}-{size}-{rank}.pt")
+
+
+def inf_in_one_shard(out: Path) -> None:
+    """fp16 under FSDP with an inf in the last process's shard only: each process shards a small
+    model, runs one backward, sets its first gradient shard to inf on the last process alone, and
+    saves whether its weights moved and its loss scale after the step, to OUT/<rank>.pt."""
+    out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(0)
+    processes = DataParallel(torch.device("cpu"))
+    model = nn.Sequential(nn.Linear(8, 8), nn.Linear(8, 2))
+    Sharding("fsdp", processes).shard([model])
+    scale = LossScale("fp16", processes.device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.1)
+    before = [p.full_tensor().clone() for p in model.parameters()]
+    scale.backward(model(torch.randn(4, 8)).square().mean())
+    if processes.rank == processes.size - 1:
+        next(model.parameters()).grad.to_local().fill_(float("inf"))
+    scale.unscale(optimizer)
+    scale.step(optimizer)
+    moved = any(
+        not torch.equal(p.full_tensor(), b) for p, b in zip(model.parameters(), before, strict=True)
+    )
+    torch.save({"moved": moved, "scale": scale.scaler.get_scale()}, out / f"{processes.rank}.pt")
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)
+    root, out = Path(sys.argv[1]), Path(sys.argv[2])
+    world = (root, tiny_tokenizer())
+    for sharding, precision, optimizers in RUNS:
+        save_steps(world, out / f"{sharding}-{precision}", sharding, precision, optimizers)
+    inf_in_one_shard(out / "inf-shard")

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from dp_worker import MICRO_BATCH_SIZES, OPTIMIZERS, one_step
+from dp_worker import FP16_OPTIMIZERS, MICRO_BATCH_SIZES, OPTIMIZERS, one_step
 from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, AutoModelForTokenClassification
 
@@ -35,12 +35,18 @@ TESTS = Path(__file__).parents[1]
 SRC = Path(rlguard.__file__).parents[1]
 
 
+# Launched processes import these sources and use the CPU, one thread each.
+CPU_PROCESSES = {
+    "PYTHONPATH": os.pathsep.join([str(SRC), str(TESTS)]),
+    "CUDA_VISIBLE_DEVICES": "",
+    "OMP_NUM_THREADS": "1",
+}
+
+
 @pytest.fixture
 def cpu_processes(monkeypatch):
-    """Launched processes import these sources and use the CPU, one thread each."""
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(SRC), str(TESTS)]))
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    for name, value in CPU_PROCESSES.items():
+        monkeypatch.setenv(name, value)
 
 
 def test_shards_are_consecutive_and_cover_the_batch(monkeypatch):
@@ -53,15 +59,30 @@ def test_shards_are_consecutive_and_cover_the_batch(monkeypatch):
     assert shards == [[0, 1], [2, 3, 4], [5, 6]]
 
 
-def test_two_processes_take_the_one_process_update(tmp_path, cpu_processes):
+@pytest.fixture(scope="module")
+def launched(tmp_path_factory) -> tuple[tuple, Path]:
+    """(the fixed world, dp_worker.py's outputs): every data-parallel case in one 2-process launch
+    of CPU_PROCESSES."""
+    root = tmp_path_factory.mktemp("dp")
+    world = write_world(root, MIXED_ROWS)
+    out = root / "out"
+    with pytest.MonkeyPatch.context() as env:
+        for name, value in CPU_PROCESSES.items():
+            env.setenv(name, value)
+        assert launch(2, [str(TESTS / "train" / "dp_worker.py"), str(root), str(out)]) == 0
+    return world, out
+
+
+def _ranks(out: Path, run: str, name: str) -> list[dict]:
+    return [torch.load(out / run / f"{name}-{r}.pt") for r in range(2)]
+
+
+def test_two_processes_take_the_one_process_update(launched):
     """With and without micro-batches in the processes: the whole batch's update either way."""
-    world = write_world(tmp_path, MIXED_ROWS)
-    out = tmp_path / "dp"
-    out.mkdir()
-    assert launch(2, [str(TESTS / "train" / "dp_worker.py"), str(tmp_path), str(out)]) == 0
+    world, out = launched
     for optimizer, size in [(o, s) for o in OPTIMIZERS for s in MICRO_BATCH_SIZES]:
         grads, _, metrics, _ = one_step(world, optimizer)
-        ranks = [torch.load(out / f"{optimizer}-{size}-{r}.pt") for r in range(2)]
+        ranks = _ranks(out, "none-no", f"{optimizer}-{size}")
         assert [r["processes"] for r in ranks] == ["2", "2"]
         for name, grad in grads.items():
             for rank in ranks:  # every process holds the summed gradient
@@ -70,22 +91,18 @@ def test_two_processes_take_the_one_process_update(tmp_path, cpu_processes):
             assert ranks[0]["metrics"][key] == pytest.approx(value, rel=1e-5, abs=1e-6), key
 
 
-def test_fsdp_takes_the_one_process_update(tmp_path, cpu_processes):
+def test_fsdp_takes_the_one_process_update(launched):
     """`sharding: fsdp` over 2 processes against one unsharded process: the last update's
     gradients as tight as data parallelism's; the weights after the step's two AdamW updates
     (lr 3e-2) within 2e-4, where float noise in near-zero gradients becomes steps of up to lr
     (unsharded data parallelism is as far: 8.2e-5 for CODPO). CRRAFT's and CODPO's selections
     leave one process fewer micro-batches than the other: it runs idle ones."""
-    world = write_world(tmp_path, MIXED_ROWS)
-    out = tmp_path / "fsdp"
-    out.mkdir()
-    worker = [str(TESTS / "train" / "dp_worker.py"), str(tmp_path), str(out), "fsdp"]
-    assert launch(2, worker) == 0
+    world, out = launched
     padded = set()
     for optimizer in OPTIMIZERS:
         grads, weights, metrics, _ = one_step(world, optimizer)
         for size in MICRO_BATCH_SIZES:
-            ranks = [torch.load(out / f"{optimizer}-{size}-{r}.pt") for r in range(2)]
+            ranks = _ranks(out, "fsdp-no", f"{optimizer}-{size}")
             for rank in ranks:
                 for name, grad in grads.items():
                     torch.testing.assert_close(rank["grads"][name], grad, rtol=1e-5, atol=2e-6)
@@ -98,24 +115,16 @@ def test_fsdp_takes_the_one_process_update(tmp_path, cpu_processes):
     assert padded == {("crraft", 2), ("codpo", 2)}
 
 
-def test_fsdp_with_fp16_skips_what_unsharded_data_parallelism_skips(tmp_path, cpu_processes):
+def test_fsdp_with_fp16_skips_what_unsharded_data_parallelism_skips(launched):
     """fp16 under FSDP: every process skips the same updates with the same loss scale as
     unsharded data parallelism (whose summed gradients carry an inf to every process), and the
     updates that step agree. Which updates overflow depends on each process's share of the batch,
     so one process is not the reference here."""
-    write_world(tmp_path, MIXED_ROWS)
-    runs = {}
-    for sharding in ("none", "fsdp"):
-        out = tmp_path / sharding
-        out.mkdir()
-        worker = [str(TESTS / "train" / "dp_worker.py"), str(tmp_path), str(out), sharding]
-        assert launch(2, [*worker, "fp16", "crraft,ppo"]) == 0
-        runs[sharding] = out
+    _, out = launched
     skips = set()
-    for optimizer, size in [(o, s) for o in ("crraft", "ppo") for s in MICRO_BATCH_SIZES]:
-        name = f"{optimizer}-{size}"
-        unsharded = [torch.load(runs["none"] / f"{name}-{r}.pt") for r in range(2)]
-        sharded = [torch.load(runs["fsdp"] / f"{name}-{r}.pt") for r in range(2)]
+    for optimizer, size in [(o, s) for o in FP16_OPTIMIZERS for s in MICRO_BATCH_SIZES]:
+        unsharded = _ranks(out, "none-fp16", f"{optimizer}-{size}")
+        sharded = _ranks(out, "fsdp-fp16", f"{optimizer}-{size}")
         assert {r["scale"] for r in unsharded + sharded} == {unsharded[0]["scale"]}
         skips.add(round(math.log2(2.0**18 / unsharded[0]["scale"])))  # each skip halves it
         for want, got in zip(unsharded, sharded, strict=True):
@@ -126,13 +135,13 @@ def test_fsdp_with_fp16_skips_what_unsharded_data_parallelism_skips(tmp_path, cp
     assert {0, 1} <= skips  # some updates stepped, some were skipped
 
 
-def test_an_inf_in_one_processs_shard_skips_the_step_in_every_process(tmp_path, cpu_processes):
+def test_an_inf_in_one_processs_shard_skips_the_step_in_every_process(launched):
     """Under FSDP each process unscales only its shard of the gradients: a process whose shard
     is finite would step while another skips, and their weights would part. torch's GradScaler
     serves as it is: on sharded (DTensor) gradients its inf check is reduced over the processes
     (DTensor's found_inf_reduce_handler), so both skip and halve the scale."""
-    assert launch(2, [str(TESTS / "train" / "inf_shard_worker.py"), str(tmp_path)]) == 0
-    ranks = [torch.load(tmp_path / f"{r}.pt") for r in range(2)]
+    _, out = launched
+    ranks = [torch.load(out / "inf-shard" / f"{r}.pt") for r in range(2)]
     assert [r["moved"] for r in ranks] == [False, False]
     assert [r["scale"] for r in ranks] == [2.0**15, 2.0**15]  # GradScaler starts at 2^16
 
