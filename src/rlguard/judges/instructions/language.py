@@ -36,8 +36,11 @@ def _factory() -> DetectorFactory:
     return factory
 
 
+@functools.lru_cache(maxsize=4096)
 def detect(text: str) -> str | None:
-    """langdetect's language code for `text`, or None when it finds nothing to judge by."""
+    """langdetect's language code for `text`, or None when it finds nothing to judge by. Seeded,
+    so a function of the text alone, and kept: it costs about 10 ms, and policies repeat
+    themselves (change_case's checks and response_language ask for the same responses too)."""
     from langdetect.lang_detect_exception import LangDetectException
 
     detector = _factory().create()
