@@ -59,11 +59,12 @@ def summary(client, job_id: str) -> dict:
         "stop_reason": job["stop_reason"],
         "error": job["error"],
         "evals": [
-            {k: e["data"][k] for k in ("step", "score", "proxy")}
+            {k: e["data"][k] for k in ("step", "score", "proxy", "progress")}
             for e in events
             if e["type"] == "eval"
         ],
         "delivered": delivered[0] if delivered else None,
+        "reasons": [d["reason"] for d in decisions if d["reason"]],
         "replay_agrees": replay_decisions(job, events) == live,
         "started_at": job["started_at"],
         "finished_at": job["finished_at"],
