@@ -119,12 +119,16 @@ class ArtifactStore:
             self.fs.makedirs(os.path.dirname(path), exist_ok=True)
         return self.fs.open(path, "wb", block_size=CHUNK)
 
-    def seal(self, key: str, step: int, source: str, files: list[FileEntry]) -> dict[str, Any]:
-        """Write the manifest, last: from now on the checkpoint is complete."""
+    def seal(
+        self, key: str, step: int, source: str, files: list[FileEntry], kind: str = "directory"
+    ) -> dict[str, Any]:
+        """Write the manifest, last: from now on the checkpoint is complete. `kind`: whether the
+        job reported a file or a directory (a restore puts it back as it was)."""
         manifest = {
             "format": FORMAT,
             "step": step,
             "source": source,
+            "kind": kind,
             "bytes": sum(f.size for f in files),
             "files": [vars(f) for f in files],
         }

@@ -93,6 +93,7 @@ def upload_checkpoint(
     store = ArtifactStore(store_uri)
     entries: list[FileEntry] = []
     with _opened(job_dir, parts) as top:
+        kind = "file" if stat.S_ISREG(os.fstat(top).st_mode) else "directory"
         for name, fd in _regular_files(top, parts[-1]):
             os.set_blocking(fd, True)
             with os.fdopen(fd, "rb") as source, store.open_file(key, name) as sink:
@@ -100,4 +101,4 @@ def upload_checkpoint(
             entries.append(FileEntry(name, size, sha256))
     if not entries:
         raise BadCheckpointPath(f"path: {reported!r} holds no regular file")
-    return store.seal(key, step, "/".join(parts), entries)
+    return store.seal(key, step, "/".join(parts), entries, kind)
