@@ -187,11 +187,19 @@ def test_download_refuses_bad_choices_in_one_line(tmp_path):
     from rlguard.platform.download import pick, target
 
     listed = [
-        {"id": "c1", "step": 1, "is_best": True, "stored": True},
-        {"id": "c2", "step": 2, "is_best": False, "stored": False},
+        {"id": "c1", "step": 1, "path": "output/best", "is_best": True, "stored": True},
+        {"id": "c2", "step": 2, "path": "output/w", "is_best": False, "stored": False},
+        {"id": "c3", "step": 3, "path": "output/best", "is_best": False, "stored": True},
+        {"id": "c4", "step": 3, "path": "output/step-3", "is_best": False, "stored": True},
     ]
     assert pick(listed, "best")["id"] == pick(listed, "1")["id"] == "c1"
-    for which, message in (("latest", "best or a step"), ("3", "no checkpoint 3"), ("2", "pruned")):
+    assert pick(listed, "output/step-3")["id"] == "c4"  # by name: a step may hold several
+    for which, message in (
+        ("latest", "best, a step number or a checkpoint's name"),
+        ("4", "no checkpoint 4"),
+        ("2", "pruned"),
+        ("3", r"step 3 has 2 \(output/best, output/step-3\): name one"),
+    ):
         with pytest.raises(InputError, match=message):
             pick(listed, which)
     assert target(tmp_path, "sub/a.bin") == tmp_path.resolve() / "sub" / "a.bin"

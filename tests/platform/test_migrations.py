@@ -1,13 +1,16 @@
 """The store's migrations on SQLite and PostgreSQL: 0002 turns a decision's listed evidence into
-the range of eval seqs it spans, and back; 0006 adds a job's quote and measured record."""
+the range of eval seqs it spans, and back; 0006 adds a job's quote and measured record; 0007 lets
+a step hold one checkpoint per name."""
 
 from __future__ import annotations
 
 import json
 import time
 
+import pytest
 from alembic import command
 from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError
 
 from rlguard.platform.store import alembic_config, migrate, open_engine
 
@@ -77,4 +80,37 @@ def test_quote_columns_come_empty_and_go(store_url, tmp_path):
     with engine.connect() as c:
         columns = c.execute(text("SELECT * FROM jobs")).keys()
     assert "quote" not in columns and "measured" not in columns
+    engine.dispose()
+
+
+def _checkpoint(c, id_: str, step: int, path: str, at: float) -> None:  # type: ignore[no-untyped-def]
+    c.execute(
+        text(
+            "INSERT INTO checkpoints (id, job_id, run_id, step, path, metrics, is_best,"
+            " created_at) VALUES (:id, 'job-1', 'run-1', :step, :path, '{}', false, :at)"
+        ),
+        {"id": id_, "step": step, "path": path, "at": at},
+    )
+
+
+def test_a_step_holds_one_checkpoint_per_name_and_back(store_url, tmp_path):
+    """0007: a trainer's best weights and its resumable state at one step, side by side; the same
+    name twice is still refused; a downgrade keeps each step's first."""
+    engine = open_engine(store_url or f"sqlite:///{tmp_path / 'platform.db'}")
+    migrate(engine, "0006")
+    now = time.time()
+    with engine.begin() as c:
+        _tenant_and_job(c, now, "running", 0)
+        _checkpoint(c, "ckpt-a", 6, "output/best", now)
+    migrate(engine)
+    with engine.begin() as c:
+        _checkpoint(c, "ckpt-b", 6, "output/checkpoints/step-000006", now + 1)
+    with pytest.raises(IntegrityError), engine.begin() as c:
+        _checkpoint(c, "ckpt-c", 6, "output/best", now + 2)
+    with engine.begin() as connection:
+        command.downgrade(alembic_config(connection), "0006")
+    with engine.connect() as c:
+        assert c.execute(text("SELECT id FROM checkpoints")).scalars().all() == ["ckpt-a"]
+    with pytest.raises(IntegrityError), engine.begin() as c:
+        _checkpoint(c, "ckpt-d", 6, "output/other", now + 3)
     engine.dispose()

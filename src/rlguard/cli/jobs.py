@@ -272,7 +272,9 @@ def _all_jobs(client) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
 def download(
     job_id: str,
     out: Annotated[Path, typer.Option(help="directory to write the checkpoint's files into")],
-    checkpoint: Annotated[str, typer.Option(help="best, or a step number")] = "best",
+    checkpoint: Annotated[
+        str, typer.Option(help="best, a step number, or a checkpoint's name")
+    ] = "best",
     json_out: JsonOut = False,
 ) -> None:
     """Download a job's checkpoint (its best by eval, or a step), each file checked against

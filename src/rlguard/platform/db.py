@@ -110,8 +110,13 @@ class Event(Base):
 
 
 class Checkpoint(Base):
+    """One reported checkpoint: unique by (job, step, path), so a step may hold a trainer's best
+    weights and its resumable state side by side (migration 0007)."""
+
     __tablename__ = "checkpoints"
-    __table_args__ = (UniqueConstraint("job_id", "step"),)
+    __table_args__ = (
+        UniqueConstraint("job_id", "step", "path", name="uq_checkpoints_job_id_step_path"),
+    )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"), index=True)
@@ -141,3 +146,8 @@ class DecisionRecord(Base):
     reason: Mapped[str] = mapped_column(String(200))
     evidence: Mapped[dict[str, Any]] = mapped_column()
     created_at: Mapped[float] = mapped_column(Float)
+
+
+def same_checkpoint(job_id: str, step: int, path: str) -> tuple[Any, ...]:
+    """The conditions that find a recorded checkpoint: a re-sent report is stored once."""
+    return (Checkpoint.job_id == job_id, Checkpoint.step == step, Checkpoint.path == path)

@@ -12,13 +12,22 @@ from rlguard.platform.client import Client
 
 
 def pick(checkpoints: list[dict[str, Any]], which: str) -> dict[str, Any]:
-    """The checkpoint `which` names: `best` (the delivered one) or a step number."""
+    """The checkpoint `which` names: `best` (the delivered one), a step number (a step with
+    several checkpoints, a trainer's best weights and its resumable state, needs a name) or a
+    checkpoint's name (`output/checkpoints/step-000024`)."""
     if which == "best":
         found = [c for c in checkpoints if c["is_best"]]
     elif which.isdigit():
         found = [c for c in checkpoints if c["step"] == int(which)]
+        if len(found) > 1:
+            names = ", ".join(c["path"] for c in found)
+            raise InputError(f"--checkpoint: step {which} has {len(found)} ({names}): name one")
     else:
-        raise InputError(f"--checkpoint: best or a step number (got {which!r})")
+        found = [c for c in checkpoints if c["path"] == which]
+        if not found:
+            raise InputError(
+                f"--checkpoint: best, a step number or a checkpoint's name (got {which!r})"
+            )
     if not found:
         raise InputError(f"--checkpoint: the job has no checkpoint {which}")
     if not found[0]["stored"]:

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from rlguard.cluster.events import Decision, EvalEvent
 from rlguard.platform import budget, states
 from rlguard.platform.artifacts import StoredCheckpoint
-from rlguard.platform.db import Checkpoint, DecisionRecord, Event, Job
+from rlguard.platform.db import Checkpoint, DecisionRecord, Event, Job, same_checkpoint
 from rlguard.platform.keys import new_id, same_digest
 from rlguard.platform.rules import decision_row, evidence, stop_event_data
 from rlguard.platform.schemas import CheckpointReport, EvalReport
@@ -269,8 +269,9 @@ class Reports:
     def _add_checkpoint(
         self, s: Session, job: Job, step: int, stored: StoredCheckpoint, metrics: dict[str, float]
     ) -> None:
-        """Record a checkpoint once per step; the best by eval score is the one delivered."""
-        if s.scalar(select(Checkpoint).where(Checkpoint.job_id == job.id, Checkpoint.step == step)):
+        """Record a checkpoint once per step and name; the best by eval score is the one
+        delivered (of two at one step, the first recorded)."""
+        if s.scalar(select(Checkpoint).where(*same_checkpoint(job.id, step, stored.name))):
             return
         active = self.platform.active_job(job.id)
         checkpoint = Checkpoint(
