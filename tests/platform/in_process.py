@@ -29,7 +29,7 @@ class RecordingExecutor:
     def capacity(self) -> int:
         return self.gpus
 
-    def launch(self, run_id, argv, env, cwd, log_path, gpus, cpus, sandbox, watch, grace_s):  # type: ignore[no-untyped-def]
+    def launch(self, run_id, argv, env, home, log_path, gpus, cpus, sandbox, watch, grace_s):  # type: ignore[no-untyped-def]
         self.env[env["RLGUARD_JOB_ID"]] = env
         return run_id
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from rlguard.platform.executor import JobProcess
+from rlguard.platform.jobhome import JobHome
 from rlguard.platform.jobview import code_roots, host_problem
 from rlguard.platform.sandbox import UID_BASE, JobSandbox, Limits
 
@@ -40,7 +41,10 @@ def start(tmp_path, name: str, code: str) -> JobProcess:
         SHARED_UID, str(job), str(data), tuple(code_roots()), limits, "http://127.0.0.1:1"
     )
     argv = [PYTHON, "-c", code]
-    return JobProcess(argv, {}, str(job), str(data / "job.log"), sandbox)
+    home = JobHome("job-1", str(data / "jobs"), SHARED_UID)
+    run = JobProcess(argv, {}, home, str(data / "job.log"), sandbox)
+    run.started()
+    return run
 
 
 def until_started(run: JobProcess) -> None:

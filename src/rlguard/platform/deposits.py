@@ -1,8 +1,10 @@
 """The server's side of a reported checkpoint: stored first, recorded after, pruned by retention.
 
 A job reports a path in its own directory; its run's Ray actor (on the job's node, outside the
-sandbox, with the store's credentials the job never gets) uploads it (uploader.py) and seals it
-with its manifest; only then is the report recorded. If the store cannot take it, the report is
+sandbox, with the store's credentials the job never gets) names it relative to that directory,
+which only its node knows (jobhome.py), uploads it (uploader.py) and seals it with its manifest;
+only then is the report recorded. A step may hold several checkpoints (a trainer's best weights
+and its resumable state), one per name. If the store cannot take it, the report is
 answered 503 and the job's client retries it: nothing is recorded that is not stored. Retention
 keeps the best checkpoint by eval for the job's life and the last `keep_last` by step; the others'
 files leave the store (their rows stay, as history, without a store key).
@@ -17,10 +19,9 @@ from concurrent.futures import Future
 from sqlalchemy import select
 
 from rlguard.platform.artifacts import ArtifactStore, StoredCheckpoint, StoreUnavailable
-from rlguard.platform.db import Checkpoint, Job
+from rlguard.platform.db import Checkpoint, Job, same_checkpoint
 from rlguard.platform.reports import Reports
 from rlguard.platform.service import Conflict, Platform
-from rlguard.platform.uploader import inside_job
 
 log = logging.getLogger(__name__)
 
@@ -37,15 +38,14 @@ class Deposits:
         another (a 1 GB upload can outlast the client's timeout)."""
         with self.platform.lock, self.platform.store.transaction() as s:
             job = Reports.reporting_job(s.get(Job, job_id), job_id, token)
-            recorded = s.scalar(
-                select(Checkpoint).where(Checkpoint.job_id == job_id, Checkpoint.step == step)
-            )
-            if recorded is not None:  # a re-sent report: recorded once, never uploaded again
-                return StoredCheckpoint(recorded.path, recorded.store_key)
             tenant_id, handle = job.tenant_id, self.platform.active_job(job_id).handle
-        name = "/".join(inside_job(str(self.platform.job_dir(job_id)), reported))
         if handle is None:
             raise Conflict(f"job {job_id} has no run to upload its checkpoint from")
+        name = self.platform.executor.checkpoint_name(handle, reported)
+        with self.platform.store.transaction() as s:
+            recorded = s.scalar(select(Checkpoint).where(*same_checkpoint(job_id, step, name)))
+            if recorded is not None:  # a re-sent report: recorded once, never uploaded again
+                return StoredCheckpoint(recorded.path, recorded.store_key)
         with self._lock:
             future = self._uploading.get((job_id, step))
             mine = future is None
@@ -71,7 +71,7 @@ class Deposits:
             stored = s.scalars(
                 select(Checkpoint)
                 .where(Checkpoint.job_id == job_id, Checkpoint.store_key.is_not(None))
-                .order_by(Checkpoint.step.desc())
+                .order_by(Checkpoint.step.desc(), Checkpoint.created_at.desc())
             ).all()
             pruned = [c for c in stored[self.keep_last :] if not c.is_best]
             keys = [c.store_key for c in pruned]

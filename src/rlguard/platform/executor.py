@@ -10,8 +10,9 @@ first (SIGTERM: a trainer checkpoints and exits), then SIGKILL after the grace p
 the actor frees its resources in Ray at once. A watched job (a `watch` spec) has its watcher as a
 thread of the actor (jobwatch.py): outside the sandbox, reading the job's directory.
 
-A run is reported started only once its actor has spawned the job's process (`started`), and
-lost only when Ray's control store says its actor or node is dead (raystate.py): a call to the
+A run is reported started only once its actor has prepared the job's directory on its node (a
+restore from the artifact store: jobhome.py) and spawned the job's process (`started`), and lost
+only when Ray's control store says its actor or node is dead (raystate.py): a call to the
 actor that fails otherwise (a cut connection, a timeout) is asked again a second later.
 """
 
@@ -28,26 +29,29 @@ import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import ray
 
+from rlguard.platform import jobspec
 from rlguard.platform.apiforward import ApiForward
 from rlguard.platform.artifacts import StoreUnavailable
 from rlguard.platform.client import JobReporter
+from rlguard.platform.jobhome import JobHome, prepare
 from rlguard.platform.joblimits import Cgroup, DiskWatch, set_rlimits
 from rlguard.platform.jobwatch import REPORT_RETRY_S, JobWatch
 from rlguard.platform.ray_head import NAMESPACE
 from rlguard.platform.raystate import DEAD, actor_name, alive_nodes, pending, run_fate
 from rlguard.platform.sandbox import API_SOCKET, JobSandbox, bwrap_argv, gpu_nodes
-from rlguard.platform.uploader import BadCheckpointPath, upload_checkpoint
+from rlguard.platform.uploader import BadCheckpointPath, inside_job, upload_checkpoint
 
 log = logging.getLogger(__name__)
 
 PR_SET_PDEATHSIG = 1
 UPLOAD_TIMEOUT_S = 3600.0
+NAME_TIMEOUT_S = 60.0
 RETRY_S = 1.0
 """After a call to a run's actor failed while Ray still holds the actor alive: ask again then."""
 
@@ -99,28 +103,92 @@ class JobProcess:
         self,
         argv: list[str],
         env: dict[str, str],
-        cwd: str,
+        home: JobHome,
         log_path: str,
         sandbox: JobSandbox | None = None,
         watch: dict[str, Any] | None = None,
         grace_s: float = 30.0,
     ) -> None:
+        """Quick: the job starts in `started`, so Ray holds the actor created (not pending
+        placement) however long its directory takes to prepare."""
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-        self.sandbox, self.log_path, self.job_dir = sandbox, log_path, cwd
+        self.argv, self.env, self.home, self.log_path = argv, env, home, log_path
+        self.sandbox, self.watch_spec, self.grace_s = sandbox, watch, grace_s
+        self.job_dir = ""  # on this node, once prepared
         self._end = threading.Lock()
         self._ended = False
+        self._starting = threading.Lock()
+        self._answer: dict[str, Any] | None = None
+        self._failure: BaseException | None = None
         self.forward: ApiForward | None = None
         self.cgroup: Cgroup | None = None
         self.watch: DiskWatch | None = None
-        # built first: a spec that no longer validates fails the launch before the job starts
-        self.job_watch = None if watch is None else self._job_watch(watch, env, cwd, grace_s)
+        self.job_watch: JobWatch | None = None
+
+    def started(self) -> dict[str, Any]:
+        """Start the job once (asked again, the same answer): prepare its directory on this node
+        (jobhome.py: a restore from the store), then spawn its process; its pid, node and what it
+        starts from. A start that failed raises, here and in `wait`."""
+        with self._starting:
+            if self._answer is None and self._failure is None:
+                try:
+                    self._answer = self._start()
+                except BaseException as e:
+                    self._failure = e
+                    self._say(f"rlguard: the job could not start: {e}")
+        if self._failure is not None:
+            raise self._failure
+        assert self._answer is not None
+        return self._answer
+
+    def _say(self, line: str) -> None:
+        with open(self.log_path, "a") as log:
+            log.write(line + "\n")
+
+    def _start(self) -> dict[str, Any]:
+        prepared = prepare(self.home)
+        self.job_dir = str(prepared.job_dir)
+        for skipped in prepared.skipped:
+            self._say(f"rlguard: not restored: {skipped}")
+        note = prepared.note()
+        if note is not None:
+            self._say(f"rlguard: starts from {note}")
+        env = {**self.env, "RLGUARD_OUTPUT_DIR": str(prepared.job_dir / jobspec.OUTPUT)}
+        if self.sandbox is not None:
+            self.sandbox = replace(self.sandbox, job_dir=self.job_dir)
+        # built first: a spec that no longer validates fails the start before the job runs
+        if self.watch_spec is not None:
+            self.job_watch = self._job_watch(self.watch_spec, env, self.job_dir, self.grace_s)
+        ready, failed = threading.Event(), []
+
+        def parent() -> None:
+            """The job's parent thread for the job's whole life: PR_SET_PDEATHSIG fires when
+            the thread that spawned a process ends, not its process."""
+            try:
+                self._spawn(env)
+            except BaseException as e:
+                failed.append(e)
+                return
+            finally:
+                ready.set()
+            self.process.wait()
+
+        threading.Thread(target=parent, name="job-parent", daemon=True).start()
+        ready.wait()
+        if failed:
+            raise failed[0]
+        node = ray.get_runtime_context().get_node_id() if ray.is_initialized() else None
+        return {"pid": self.process.pid, "node_id": node, "restored": note}
+
+    def _spawn(self, env: dict[str, str]) -> None:
+        argv, cwd = self.argv, self.job_dir
         try:
-            preexec = self._confine(argv, env, cwd) if sandbox else _die_with_parent
-            if sandbox:
-                argv, env = self.argv, sandbox_env(env)
+            preexec = self._confine(argv, env, cwd) if self.sandbox else _die_with_parent
+            if self.sandbox:
+                argv, env = self.argv_sandboxed, sandbox_env(env)
             else:
                 env = {**os.environ, **env}
-            with open(log_path, "ab") as log:
+            with open(self.log_path, "ab") as log:
                 self.process = subprocess.Popen(
                     argv,
                     cwd=cwd,
@@ -166,7 +234,7 @@ class JobProcess:
         self.cgroup = Cgroup(os.path.basename(self.run_dir), sandbox.limits)
         self.watch = DiskWatch(Path(sandbox.job_dir), sandbox.limits.disk_bytes, self._over_disk)
         gpus = [str(i) for i in ray.get_gpu_ids()] if ray.is_initialized() else []
-        self.argv = bwrap_argv(sandbox, argv, cwd, socket_path, gpu_nodes(gpus))
+        self.argv_sandboxed = bwrap_argv(sandbox, argv, cwd, socket_path, gpu_nodes(gpus))
         cgroup, limits = self.cgroup, sandbox.limits
 
         def preexec() -> None:
@@ -183,18 +251,22 @@ class JobProcess:
         with open(self.log_path, "a") as log:
             log.write(message + "\n")
 
-    def started(self) -> dict[str, Any]:
-        """Answered once the constructor has spawned the job's process: its pid and node."""
-        return {"pid": self.process.pid, "node_id": ray.get_runtime_context().get_node_id()}
+    def checkpoint_name(self, reported: str) -> str:
+        """A reported checkpoint's path relative to the job's directory on this node (its name
+        for the platform); BadCheckpointPath for one outside it."""
+        self.started()
+        return "/".join(inside_job(self.job_dir, reported))
 
     def upload_checkpoint(self, store_uri: str, reported: str, key: str, step: int) -> dict:
         """On the job's node, outside its sandbox: the checkpoint it reported into the store
         (uploader.py), so the job itself never holds the store's credentials."""
+        self.started()
         return upload_checkpoint(store_uri, self.job_dir, reported, key, step)
 
     def wait(self) -> int:
         """The exit code, once the job's process has exited and its watch has reported. Asked
         again when an earlier answer was lost on the way: the watch finishes once."""
+        self.started()
         code = self.process.wait()
         with self._end:
             if not self._ended:
@@ -206,6 +278,7 @@ class JobProcess:
 
     def terminate(self, grace_s: float) -> int:
         """SIGTERM the job, SIGKILL it after `grace_s`; the exit code."""
+        self.started()
         self._signal(signal.SIGTERM)
         try:
             return self.process.wait(timeout=grace_s)
@@ -329,7 +402,7 @@ class RayExecutor:
         run_id: str,
         argv: list[str],
         env: dict[str, str],
-        cwd: Path,
+        home: JobHome,
         log_path: Path,
         gpus: int,
         cpus: float,
@@ -344,7 +417,7 @@ class RayExecutor:
             num_cpus=cpus,
             max_concurrency=16,  # a `wait` asked again (`ask`) may block beside the first
             max_restarts=0,
-        ).remote(argv, env, str(cwd), str(log_path), sandbox, watch, grace_s)
+        ).remote(argv, env, home, str(log_path), sandbox, watch, grace_s)
         return RunHandle(run_id, actor, actor.wait.remote(), actor.started.remote())
 
     def reattach(self, run_id: str) -> RunHandle | None:
@@ -400,14 +473,21 @@ class RayExecutor:
                 handle.retry_at[method] = now + RETRY_S
         return out
 
+    def checkpoint_name(self, handle: RunHandle, reported: str) -> str:
+        """A reported checkpoint's path relative to the job's directory, from the run's actor
+        (only its node knows where that directory is). Raises as `upload`."""
+        return self._ask_actor(handle.actor.checkpoint_name.remote(reported), NAME_TIMEOUT_S)
+
     def upload(self, handle: RunHandle, store_uri: str, reported: str, key: str, step: int) -> None:
         """Have the run's actor upload a checkpoint and seal it; returns once it is complete.
         BadCheckpointPath for a path outside the job; StoreUnavailable for anything else."""
+        ref = handle.actor.upload_checkpoint.remote(store_uri, reported, key, step)
+        self._ask_actor(ref, UPLOAD_TIMEOUT_S)
+
+    @staticmethod
+    def _ask_actor(ref: Any, timeout_s: float) -> Any:
         try:
-            ray.get(
-                handle.actor.upload_checkpoint.remote(store_uri, reported, key, step),
-                timeout=UPLOAD_TIMEOUT_S,
-            )
+            return ray.get(ref, timeout=timeout_s)
         except ray.exceptions.RayTaskError as e:
             if isinstance(e.cause, BadCheckpointPath):
                 raise e.cause from None

@@ -48,13 +48,18 @@ def admit_spec(
 
 
 def argv(kind: str, spec: dict[str, Any], config: Path) -> list[str]:
-    """The run's command line; a train job's config is written to `config` (the platform's
-    file, outside the job's directory, so the job cannot swap it for a link root follows)."""
+    """The run's command line; a train job's reads its config at `config` (`write_config`)."""
     if kind == "command":
         return ["bash", "-c", spec["command"]]
-    if not config.is_file():
-        write_text(config, yaml.safe_dump(spec["config"], sort_keys=False))
     return [sys.executable, "-m", "rlguard.cli", "train", str(config), "--no-progress"]
+
+
+def write_config(path: Path, config: dict[str, Any], job_dir: Path) -> None:
+    """A train job's config on the node that runs it, its `output_dir` in the job's directory
+    there (each node may keep jobs under a root of its own: jobhome.py). The platform's file,
+    outside the job's directory, so the job cannot swap it for a link root follows."""
+    written = {**config, "output_dir": str(job_dir / OUTPUT)}
+    write_text(path, yaml.safe_dump(written, sort_keys=False))
 
 
 def input_error_field(error: InputError) -> tuple[str, str]:

@@ -1,9 +1,10 @@
 """The server's side of the job sandbox: whose job sees what, and whether this host can do it.
 
 `JobViews` turns the operator's choices (`--mount`, the default limits, `--single-tenant`) into
-each run's `JobSandbox` (sandbox.py), vets a train config's paths against its tenant's view, and
-hands each job directory to the job's uid. `host_problem()` is the start-up check `rlguard serve`
-refuses to start on, unless the operator asked for a single-tenant platform.
+each run's `JobSandbox` (sandbox.py) and vets a train config's paths against its tenant's view
+(the run's actor hands the job's directory to its uid: jobhome.py). `host_problem()` is the
+start-up check `rlguard serve` refuses to start on, unless the operator asked for a
+single-tenant platform.
 """
 
 from __future__ import annotations
@@ -118,16 +119,3 @@ class JobViews:
         )
         read_only = (*self.code, *self.roots(tenant), *files)
         return JobSandbox(uid, str(job_dir), str(self.data_dir), read_only, limits, self.url)
-
-    def hand_over(self, job_dir: Path, uid: int) -> None:
-        """The job directory belongs to the job's uid (all of it, the first time). The platform
-        keeps its own files of the job (logs, the config) outside it: root never writes where a
-        job could have planted a symlink."""
-        if not self.sandboxed:
-            return
-        if job_dir.stat().st_uid != uid:
-            for directory, dirs, files in os.walk(job_dir):
-                for name in [*dirs, *files]:
-                    os.lchown(os.path.join(directory, name), uid, uid)
-            os.chown(job_dir, uid, uid)
-        job_dir.chmod(0o700)

@@ -83,7 +83,9 @@ def start_platform(cfg: ServeConfig) -> tuple[Platform, SchedulerLoop, EvalInges
     else:
         executor = RayExecutor(cfg.address)
     views = JobViews(not cfg.single_tenant, cfg.data_dir, list(cfg.mounts), cfg.url, cfg.limits)
-    platform = Platform(store, executor, rules, cfg.data_dir, cfg.url, views, cfg.grace_s)
+    platform = Platform(
+        store, executor, rules, cfg.data_dir, cfg.url, views, cfg.grace_s, cfg.storage_uri
+    )
     counts = recover(platform)
     log.info("recovered %s", json.dumps(counts))
     loop, ingest = SchedulerLoop(platform), EvalIngest(Reports(platform))

@@ -24,8 +24,9 @@ from sqlalchemy.orm import Session
 
 from rlguard.errors import InputError
 from rlguard.platform import budget, jobspec, quotes, states
-from rlguard.platform.db import DecisionRecord, Event, Job, Run, Tenant
+from rlguard.platform.db import Checkpoint, DecisionRecord, Event, Job, Run, Tenant
 from rlguard.platform.executor import RayExecutor, RunHandle
+from rlguard.platform.jobhome import JobHome
 from rlguard.platform.jobview import JobViews
 from rlguard.platform.keys import JOB_TOKEN_PREFIX, digest, new_id, new_secret
 from rlguard.platform.live_table import LiveTable
@@ -64,6 +65,17 @@ cluster's capacity changes first."""
 
 REQUEUED = {"lost": "run lost", "unplaced": f"not placed by Ray in {PLACE_TIMEOUT_S:.0f} s"}
 """Why a job whose run ended with no exit code goes back to the queue."""
+
+
+def stored_newest_first(s: Session, job_id: str) -> tuple[str, ...]:
+    """The store keys of a job's recorded checkpoints still held there, newest first (by step,
+    then by when recorded): what a new attempt restores from (restore.py)."""
+    keys = s.scalars(
+        select(Checkpoint.store_key)
+        .where(Checkpoint.job_id == job_id, Checkpoint.store_key.is_not(None))
+        .order_by(Checkpoint.step.desc(), Checkpoint.created_at.desc())
+    )
+    return tuple(k for k in keys if k is not None)
 
 
 def _end_reason(placed: bool, exit_code: int | None, intent: str | None) -> str:
@@ -130,8 +142,10 @@ class Platform:
         url: str,
         views: JobViews,
         grace_s: float = 30.0,
+        store_uri: str | None = None,
     ) -> None:
         self.store, self.executor, self.rules = store, executor, rules
+        self.store_uri = store_uri  # the artifact store's: a new attempt restores from it
         self.data_dir, self.url, self.grace_s = data_dir.resolve(), url, grace_s
         self.views = views  # what each job sees, and as whom it runs
         self.lock = threading.RLock()
@@ -143,6 +157,7 @@ class Platform:
     # ----- helpers ---------------------------------------------------------------------------
 
     def job_dir(self, job_id: str) -> Path:
+        """Where a node that sets no root of its own keeps the job's directory (jobhome.py)."""
         return self.data_dir / "jobs" / job_id
 
     def log_path(self, job_id: str, attempt: int) -> Path:
@@ -350,6 +365,7 @@ class Platform:
             tenant = s.get(Tenant, job.tenant_id).name
             job.token_digest = digest(token)  # the previous run's was revoked when it ended
             self.transition(s, job, states.STARTING, f"attempt {attempt}")
+            restore = stored_newest_first(s, job_id) if attempt > 1 else ()
         active.attempt, active.run_id = attempt, run.id
         active.queue_position = None
         env = {
@@ -359,18 +375,24 @@ class Platform:
             "RLGUARD_RUN_ID": run.id,
             "RLGUARD_ATTEMPT": str(attempt),
             "RLGUARD_JOB_KIND": active.job_kind,
-            "RLGUARD_OUTPUT_DIR": str(self.job_dir(job_id) / jobspec.OUTPUT),
             "PYTHONUNBUFFERED": "1",
             **job.spec.get("env", {}),
         }
-        directory, config = self.job_dir(job_id), self.config_path(job_id)
+        config = self.config_path(job_id)
+        home = JobHome(
+            job_id,
+            str(self.data_dir / "jobs"),
+            job.uid if self.views.sandboxed else None,
+            job.spec["config"] if job.kind == "train" else None,
+            str(config),
+            self.store_uri,
+            restore,
+        )
         try:
-            (directory / jobspec.OUTPUT).mkdir(parents=True, exist_ok=True)
-            self.views.hand_over(directory, job.uid)
             sandbox = self.views.sandbox(
                 job.uid,
                 tenant,
-                directory,
+                self.job_dir(job_id),  # the node's own, once its actor has prepared it
                 active.cpus,
                 job.spec.get("memory_mb"),
                 files=(str(config),) if job.kind == "train" else (),
@@ -379,7 +401,7 @@ class Platform:
                 run.id,
                 jobspec.argv(job.kind, job.spec, config),
                 env,
-                directory,
+                home,
                 self.log_path(job_id, attempt),
                 active.gpus,
                 active.cpus,
@@ -402,9 +424,10 @@ class Platform:
             active.fence = None
         return active.fence is None
 
-    def run_started(self, job_id: str, pid: int, node_id: str) -> None:
+    def run_started(self, job_id: str, pid: int, node_id: str, restored: str | None = None) -> None:
         """The run's actor spawned the job's process: from now on it is running, billed and on
-        its GPUs in the policies' view (a job stopping meanwhile stays stopping)."""
+        its GPUs in the policies' view (a job stopping meanwhile stays stopping). `restored`:
+        the stored checkpoint it starts from, said in its running event."""
         now = time.time()
         with self.store.transaction() as s:
             job, run = s.get(Job, job_id), s.get(Run, self.active[job_id].run_id)
@@ -413,7 +436,10 @@ class Platform:
             run.running_at, run.pid, run.node_id = now, pid, node_id
             job.started_at = job.started_at or now
             if job.status == states.STARTING:
-                self.transition(s, job, states.RUNNING, f"on node {node_id[:12]}")
+                reason = f"on node {node_id[:12]}"
+                if restored is not None:
+                    reason += f", from {restored}"
+                self.transition(s, job, states.RUNNING, reason)
         self.table.start(job_id, now)
 
     def take_back_unplaced(self, now: float) -> None:
@@ -562,7 +588,8 @@ class Platform:
         handles = [a.handle for a in self.active.values() if a.handle is not None]
         by_run = {a.run_id: a.job_id for a in self.active.values()}
         for handle, started in self.executor.started(handles):
-            self.run_started(by_run[handle.run_id], started["pid"], started["node_id"])
+            job_id = by_run[handle.run_id]
+            self.run_started(job_id, started["pid"], started["node_id"], started.get("restored"))
         for handle, code in self.executor.finished(handles):
             self.run_ended(by_run[handle.run_id], code)
         self.take_back_unplaced(time.time())
