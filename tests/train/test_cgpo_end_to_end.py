@@ -4,6 +4,7 @@ exactly; the run's artefacts (eval events, best model, metrics, TensorBoard) are
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 import torch
@@ -65,13 +66,24 @@ def test_an_interrupted_run_resumes_to_the_same_weights(toy, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         CGPOTrainer(config, progress=False).train()
     monkeypatch.setattr(CGPOTrainer, "training_step", original)
+    # The same run moved to a machine that has only its checkpoint (as the platform restores it
+    # from its store onto another node): its eval history comes from the checkpoint.
+    moved = toy_config(root, policy, "moved", **settings)
+    step_3 = "checkpoints/step-000003"
+    shutil.copytree(root / "resumed" / step_3, root / "moved" / step_3)
+    saved = []
+    trainer = CGPOTrainer(moved, progress=False, save_hooks=[lambda s, p: saved.append((s, p))])
+    assert trainer.train()["resumed_from"] == 3
+    assert saved == [(6, root / "moved" / "checkpoints" / "step-000006")]
+
     summary = CGPOTrainer(config, progress=False).train()
     assert summary["resumed_from"] == 3
 
     straight = load_file(root / "straight" / "checkpoints" / "step-000006" / "policy.safetensors")
-    resumed = load_file(root / "resumed" / "checkpoints" / "step-000006" / "policy.safetensors")
-    for name, tensor in straight.items():
-        torch.testing.assert_close(resumed[name], tensor, rtol=0, atol=0)
+    for run in ("resumed", "moved"):
+        resumed = load_file(root / run / "checkpoints" / "step-000006" / "policy.safetensors")
+        for name, tensor in straight.items():
+            torch.testing.assert_close(resumed[name], tensor, rtol=0, atol=0)
     rows = [
         json.loads(line) for line in (root / "resumed" / "metrics.jsonl").read_text().splitlines()
     ]
@@ -82,7 +94,7 @@ def test_an_interrupted_run_resumes_to_the_same_weights(toy, monkeypatch):
     def scores(run):
         return [(e["step"], e["score"], e["proxy"], e["loss"]) for e in events(root / run)]
 
-    assert scores("resumed") == scores("straight")
+    assert scores("resumed") == scores("moved") == scores("straight")
 
 
 def test_a_run_that_died_before_its_first_checkpoint_starts_over_once(toy, monkeypatch):

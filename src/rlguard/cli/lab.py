@@ -117,7 +117,8 @@ def job(
     config = run_config(World(world), method, seed, budget, out)
     rule = PlatformRule.from_env(best_dir=str(out / "best"))
     hooks = [stop_rule_hook(rule)] if rule is not None else []
-    summary = lab_trainer(World(world), config, hooks, should_preempt=SigtermFlag()).train()
+    saves = [rule.saved] if rule is not None else []  # stored, restored on any node
+    summary = lab_trainer(World(world), config, hooks, SigtermFlag(), saves).train()
     print(json.dumps(summary), flush=True)
     if summary["preempted"]:
         raise typer.Exit(PREEMPTED_EXIT)

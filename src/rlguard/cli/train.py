@@ -107,11 +107,17 @@ def train(
         from rlguard.train.preemption import PREEMPTED_EXIT, SigtermFlag
         from rlguard.train.trainer import CGPOTrainer
 
-        # Under the platform, it decides the stops (and this job reports its evals to it).
-        rule = PlatformRule.from_env(best_dir=str(Path(cfg.output_dir) / "best")) or rule
+        # Under the platform, it decides the stops (and this job reports its evals to it, and
+        # its checkpoints, which the platform stores and restores on any node).
+        platform = PlatformRule.from_env(best_dir=str(Path(cfg.output_dir) / "best"))
+        rule = platform or rule
         hooks = [stop_rule_hook(rule)] if rule is not None else []
         trainer = CGPOTrainer(
-            cfg, eval_hooks=hooks, progress=progress, should_preempt=SigtermFlag()
+            cfg,
+            eval_hooks=hooks,
+            progress=progress,
+            should_preempt=SigtermFlag(),
+            save_hooks=[platform.saved] if platform is not None else [],
         )
         summary = trainer.train()
         if trainer.processes.main:

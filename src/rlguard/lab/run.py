@@ -135,6 +135,7 @@ def lab_trainer(
     config: CGPOConfig,
     eval_hooks: Sequence[EvalHook] = (),
     should_preempt: Callable[[], bool] | None = None,
+    save_hooks: Sequence[Callable[[int, Path], None]] = (),
 ) -> CGPOTrainer:
     """The trainer of a lab run: every task rewarded by the world's proxy, scored by its gold."""
     from rlguard.train.rewards import ClassifierReward
@@ -149,6 +150,7 @@ def lab_trainer(
         eval_hooks=list(eval_hooks),
         progress=False,
         should_preempt=should_preempt,
+        save_hooks=save_hooks,
     )
 
 

@@ -282,6 +282,11 @@ class PlatformRule(StopRule):
             return Decision(True, answer["reason"] or "stopped by the platform")
         return CONTINUE
 
+    def saved(self, step: int, path: os.PathLike[str] | str) -> None:
+        """A trainer's save hook: its resumable checkpoint goes to the platform's store, from
+        which a new attempt on any node resumes (the report returns once it is stored)."""
+        self.reporter.checkpoint(step, str(path))
+
     def new_state(self) -> None:  # the platform holds the state
         return None
 

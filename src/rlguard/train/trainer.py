@@ -21,7 +21,7 @@ from rich.progress import Progress
 from transformers import AutoModelForTokenClassification, PreTrainedModel, PreTrainedTokenizerBase
 
 from rlguard.errors import InputError
-from rlguard.io import write_json
+from rlguard.io import write_json, write_text
 from rlguard.train import checkpoint
 from rlguard.train.accumulate import accumulate, logprobs_in_chunks, optimizer_step
 from rlguard.train.config import CGPOConfig
@@ -63,6 +63,7 @@ class CGPOTrainer:
         eval_hooks: Sequence[EvalHook] = (),
         progress: bool = True,
         should_preempt: Callable[[], bool] | None = None,
+        save_hooks: Sequence[Callable[[int, Path], None]] = (),
     ) -> None:
         self.args = args
         self.output_dir = Path(args.output_dir)
@@ -117,6 +118,7 @@ class CGPOTrainer:
         self.optimizer = torch.optim.AdamW(params, lr=args.learning_rate, fused=True)
         self.loss_scale = LossScale(args.mixed_precision, self.device)
         self.eval_hooks = list(eval_hooks)
+        self.save_hooks = list(save_hooks)  # (step, directory) of each checkpoint saved
         self.progress = progress
         self.should_preempt = should_preempt or (lambda: False)
         self.preempted = False
@@ -341,19 +343,25 @@ class CGPOTrainer:
     # ----- the loop ---------------------------------------------------------------------------
 
     def _state(self) -> dict[str, Any]:
+        """The loop's state in a checkpoint, its eval history too: a run resumes from the
+        checkpoint alone, on a machine that has nothing else of it (the platform restores it
+        there from its artifact store), and its stop rules replay that history."""
+        events = self.output_dir / "eval_events.jsonl"
+        history = events.read_text().splitlines() if events.is_file() else []
         return {
             "best_score": self.best_score,
             "stop_reason": self.stop_reason,
+            "eval_events": [json.loads(line) for line in history],
             "baselines": {
                 t.name: {str(r): vars(b) for r, b in t.baselines.items()} for t in self.tasks
             },
         }
 
     def _resume(self) -> int:
-        """Every process loads the newest checkpoint; the main one also trims the eval events
-        past it and replays them to the stop rule. Without one, the run starts over, and the
-        records of an attempt that died before its first checkpoint go (step 0 is evaluated
-        again)."""
+        """Every process loads the newest checkpoint; the main one also puts back the eval
+        events it holds (dropping any past it) and replays them to the stop rule. Without one,
+        the run starts over, and the records of an attempt that died before its first
+        checkpoint go (step 0 is evaluated again)."""
         found = checkpoint.checkpoints(self.output_dir / "checkpoints")
         if not found:
             if self.processes.main:
@@ -370,7 +378,10 @@ class CGPOTrainer:
             task.baselines = {int(r): Baseline(**b) for r, b in saved.items()}
         events = self.output_dir / "eval_events.jsonl"
         if self.processes.main:
-            truncate_after(events, step)
+            if "eval_events" in state:  # the checkpoint's own history
+                write_text(events, "".join(json.dumps(e) + "\n" for e in state["eval_events"]))
+            else:  # a checkpoint from before it held one
+                truncate_after(events, step)
             for line in events.read_text().splitlines() if events.is_file() else []:
                 for hook in self.eval_hooks:  # a stop rule picks up the history it had
                     hook(json.loads(line))
@@ -420,10 +431,12 @@ class CGPOTrainer:
         if self.processes.main:
             root = self.output_dir / "checkpoints"
             others = {"scaler": self.loss_scale}
-            checkpoint.save_checkpoint(
+            saved = checkpoint.save_checkpoint(
                 root, step, self._trained(), self.optimizer, self._state(), others, gathered
             )
             checkpoint.rotate(root, self.args.keep_checkpoints)
+            for hook in self.save_hooks:
+                hook(step, saved)
 
     def train(self) -> dict[str, Any]:
         main = self.processes.main
