@@ -12,7 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from rlguard.errors import InputError
 from rlguard.platform.artifacts import MANIFEST, ArtifactStore
+from rlguard.platform.executor import JobProcess
+from rlguard.platform.jobhome import ROOT_ENV, JobHome
 from rlguard.platform.restore import restore_latest
 from rlguard.platform.uploader import upload_checkpoint
 
@@ -170,3 +173,30 @@ def test_what_it_restores_belongs_to_the_job(store, tmp_path):
     restore_latest(store.uri, str(job), [key], owner=uid)
     made = [job / "output", *(job / "output").rglob("*")]
     assert {(p.stat().st_uid, p.stat().st_gid) for p in made} == {(uid, uid)}
+
+
+def test_a_new_attempt_finds_its_checkpoint_in_its_nodes_own_root(store, tmp_path, monkeypatch):
+    """The run's actor (JobProcess, here without Ray) on a node whose `ray start` set
+    RLGUARD_JOBS_ROOT: the job's directory is made there and the stored checkpoint is in it
+    before the job's process starts; nothing lands in the server's default root."""
+    key = _stored(store, tmp_path / "node1", "output", 4, {"weights-4": b"0.42"})
+    monkeypatch.setenv(ROOT_ENV, str(tmp_path / "node2"))
+    home = JobHome("job-1", str(tmp_path / "data" / "jobs"), store_uri=store.uri, restore=(key,))
+    job = 'cat output/weights-4 > seen; echo "$RLGUARD_OUTPUT_DIR" > where'
+    run = JobProcess(["bash", "-c", job], {}, home, str(tmp_path / "attempt-2.log"))
+    assert "output (step 4, 1 files, 4 bytes) restored from the store" in run.started()["restored"]
+    assert run.wait() == 0
+    job_dir = tmp_path / "node2" / "job-1"
+    assert (job_dir / "seen").read_bytes() == b"0.42"
+    assert (job_dir / "where").read_text().strip() == str(job_dir / "output")
+    assert "rlguard: starts from output (step 4" in (tmp_path / "attempt-2.log").read_text()
+    assert not (tmp_path / "data").exists()
+
+
+def test_a_nodes_root_must_be_absolute(tmp_path, monkeypatch):
+    monkeypatch.setenv(ROOT_ENV, "jobs")
+    home = JobHome("job-1", str(tmp_path / "data" / "jobs"))
+    run = JobProcess(["true"], {}, home, str(tmp_path / "attempt-1.log"))
+    with pytest.raises(InputError, match="RLGUARD_JOBS_ROOT: must be an absolute path"):
+        run.started()
+    assert "could not start: RLGUARD_JOBS_ROOT: must be" in (tmp_path / "attempt-1.log").read_text()

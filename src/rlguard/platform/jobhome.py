@@ -57,7 +57,8 @@ class Prepared:
         if r is None:
             return None
         how = "restored from the store" if r.downloaded else "already here (sha256 equal)"
-        return f"{r.source} (step {r.step}, {r.files} files, {r.bytes} bytes) {how}"
+        what = f"{r.source} (step {r.step}, {r.files} files, {r.bytes} bytes)"
+        return f"{what} {how} in {r.seconds} s"
 
 
 def prepare(home: JobHome) -> Prepared:

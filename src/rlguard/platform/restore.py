@@ -24,6 +24,7 @@ import os
 import secrets
 import shutil
 import stat
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -46,6 +47,7 @@ class Restored:
     files: int
     bytes: int
     downloaded: bool  # False: the job directory already held it, byte for byte
+    seconds: float  # how long finding, checking and putting it back took
 
 
 def restore_latest(
@@ -66,6 +68,7 @@ def restore_latest(
 
 def restore(store: ArtifactStore, job_dir: str, key: str, owner: int | None) -> Restored:
     """Put one stored checkpoint back into `job_dir` (NotRestorable: it is left as it was)."""
+    began = time.monotonic()
     try:
         manifest = store.manifest(key)
     except StoreUnavailable as e:
@@ -77,16 +80,17 @@ def restore(store: ArtifactStore, job_dir: str, key: str, owner: int | None) -> 
     for entry in files:
         _relative(entry.name, "file name")
     single = _is_file(manifest, parts, files)
-    found = Restored(key, "/".join(parts), manifest["step"], len(files), manifest["bytes"], True)
     top = os.open(job_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         with _below(top, parts[:-1], owner) as parent:
-            if _holds(parent, parts[-1], files, single):
-                return Restored(**{**vars(found), "downloaded": False})
-            _put_back(store, key, files, parent, parts[-1], single, owner)
+            downloaded = not _holds(parent, parts[-1], files, single)
+            if downloaded:
+                _put_back(store, key, files, parent, parts[-1], single, owner)
     finally:
         os.close(top)
-    return found
+    source, size = "/".join(parts), manifest["bytes"]
+    seconds = round(time.monotonic() - began, 3)
+    return Restored(key, source, manifest["step"], len(files), size, downloaded, seconds)
 
 
 def _put_back(
