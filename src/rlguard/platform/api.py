@@ -307,7 +307,9 @@ def create_app(platform: Platform, ingest: EvalIngest, deposits: Deposits) -> Fa
         with platform.store.transaction() as s:
             _visible_job(s, job_id, who)
             found = s.scalars(
-                select(Checkpoint).where(Checkpoint.job_id == job_id).order_by(Checkpoint.step)
+                select(Checkpoint)
+                .where(Checkpoint.job_id == job_id)
+                .order_by(Checkpoint.step, Checkpoint.created_at)
             ).all()
             return page([checkpoint_view(c) for c in found], False)
 

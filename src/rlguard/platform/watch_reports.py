@@ -32,6 +32,7 @@ class WatchReports(Reports):
             delivered = None
             if report.step is not None:
                 at = select(Checkpoint).where(mine, Checkpoint.step == report.step)
+                at = at.order_by(Checkpoint.created_at)  # the first recorded at that step
                 delivered = s.scalar(at)
             if delivered is not None:
                 delivered.is_best = True
