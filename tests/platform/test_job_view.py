@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -135,3 +136,17 @@ def test_serve_refuses_to_start_where_it_cannot_sandbox(tmp_path):
     assert len(lines) == 1 and "cannot sandbox jobs on this host" in lines[0]
     assert "--single-tenant" in lines[0]
     assert not (Path(tmp_path) / "d" / "ray-head.json").exists()  # nothing was started
+
+
+def test_a_read_only_root_holding_a_nodes_jobs_root_is_hidden_too(tmp_path):
+    """A node's own root of jobs' directories (RLGUARD_JOBS_ROOT) under a mount: the other
+    jobs there stay out of view, as under the data directory."""
+    node_root = tmp_path / "scratch" / "jobs"
+    (node_root / "job-1").mkdir(parents=True)
+    sandbox = replace(
+        _sandbox(tmp_path, [str(tmp_path / "scratch")]), job_dir=str(node_root / "job-1")
+    )
+    argv = bwrap_argv(sandbox, ["true"], sandbox.job_dir, "/tmp/sock", [])
+    assert str(node_root) in _binds(argv, "--tmpfs")
+    assert argv.index(str(node_root)) > argv.index(str(tmp_path / "scratch"))
+    assert argv.index("--bind") > argv.index(str(node_root))

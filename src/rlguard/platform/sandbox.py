@@ -165,10 +165,14 @@ def bwrap_argv(
     args += _system_binds()
     for path in roots:
         args += ["--ro-bind", path, path]
-    if any(_under(data, r) for r in roots):  # a read-only root holds the data directory:
-        args += ["--perms", "0755", "--tmpfs", data]  # hide the store and other jobs
-        below = _ancestors([sandbox.job_dir, *platform_files])
-        args += _dirs([d for d in below if _under(d, data) and d != data])
+    # A read-only root that holds the data directory, or the node's own root of jobs'
+    # directories (jobhome.py), would show the store and other jobs: a tmpfs hides them.
+    jobs_root = str(Path(sandbox.job_dir).parent)
+    for hidden in (data, *([] if _under(jobs_root, data) else [jobs_root])):
+        if any(_under(hidden, r) for r in roots):
+            args += ["--perms", "0755", "--tmpfs", hidden]
+            below = _ancestors([sandbox.job_dir, *platform_files])
+            args += _dirs([d for d in below if _under(d, hidden) and d != hidden])
     for path in platform_files:
         args += ["--ro-bind", path, path]
     args += ["--bind", sandbox.job_dir, sandbox.job_dir, "--bind", socket, API_SOCKET]
