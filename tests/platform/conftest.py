@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from live_platform import LiveServer, free_port, new_database, postgres_bin
-from ray_cluster import RayCluster
+from ray_cluster import RayCluster, running_cluster
 from s3_server import S3Server
 
 
@@ -40,13 +40,8 @@ def ray_cluster(monkeypatch) -> Iterator[RayCluster]:
     """A multi-node Ray cluster on this host (ray_cluster.py), its head started; the test adds
     worker nodes. Its token is in this process's environment, so servers started after it (ask
     for this fixture before `live_server`) and their CLI calls can join it."""
-    cluster = RayCluster().start()
-    for name, value in cluster.env.items():
-        monkeypatch.setenv(name, value)
-    try:
+    with running_cluster(monkeypatch) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 # ----- PostgreSQL ---------------------------------------------------------------------------

@@ -35,6 +35,27 @@ def curve_command(scores: list[float], pause_s: float = 0.2, hacked: bool = Fals
     return f"{sys.executable} {CURVE_JOB} {scores_csv} {pause_s}{' hacked' if hacked else ''}"
 
 
+def toy_train_config(root: Path, policy: Path, name: str, **settings) -> dict:  # type: ignore[no-untyped-def]
+    """A CGPO `rlguard train` config on the toy world at `root` (rlguard.train.toy_runs), as a
+    train job's JSON body takes it."""
+    from rlguard.train.toy_runs import toy_config
+
+    config = toy_config(root, policy, name, **settings)
+    config = config.model_dump(mode="json", exclude_defaults=True)  # JSON has no inf (kl_max)
+    config["stage"] = "cgpo"
+    return config
+
+
+def toy_world(root: Path) -> tuple[Path, str]:
+    """The toy world and its SFT policy under `root`, readable by sandboxed jobs' uids
+    (transformers writes weights 0600): the policy, and the `--mount` that shows it to jobs."""
+    from rlguard.train.toy_runs import sft_toy
+
+    policy = sft_toy(root, seed=1, epochs=2)
+    subprocess.run(["chmod", "-R", "a+rX", str(root)], check=True)
+    return policy, f"toy={root}:ro"
+
+
 def sandbox_args() -> list[str]:
     """Sandboxed where the host can (root, bwrap: this project's machines and CI, where a host
     that cannot is an error); elsewhere the tests run the platform single-tenant."""

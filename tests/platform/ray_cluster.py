@@ -15,12 +15,17 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
 from live_platform import free_port
 
 RAY = str(Path(sys.executable).with_name("ray"))
+NO_DRAIN = {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
+"""A node's `ray start` waits up to 30 s on SIGTERM for its node to drain (for Ray Serve's
+replicas); a test cluster's nodes stop at once."""
 
 
 @dataclass
@@ -28,6 +33,7 @@ class RayCluster:
     root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="rlg-rc-")))
     port: int = field(default_factory=free_port)
     nodes: dict[str, subprocess.Popen] = field(default_factory=dict)
+    jobs_roots: dict[str, Path] = field(default_factory=dict)  # a worker's own, by its name
 
     @property
     def address(self) -> str:
@@ -43,7 +49,7 @@ class RayCluster:
             token.chmod(0o600)
         return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)}
 
-    def _start(self, name: str, *args: str) -> None:
+    def _start(self, name: str, *args: str, env: dict[str, str] | None = None) -> None:
         # Short temp dirs: Ray's socket paths live under them.
         command = [RAY, "start", "--block", "--node-ip-address=127.0.0.1", *args]
         command += ["--disable-usage-stats", f"--temp-dir={self.root / name}"]
@@ -52,15 +58,16 @@ class RayCluster:
                 command,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env={**os.environ, **self.env},
+                env={**os.environ, **self.env, **NO_DRAIN, **(env or {})},
                 start_new_session=True,
             )
 
-    def start(self) -> RayCluster:
+    def start(self, head_env: dict[str, str] | None = None) -> RayCluster:
         """The head: no GPUs, so every job runs on a worker node. Returns once its GCS port
-        answers: a worker started before that gives up (seen at a load average of 17)."""
+        answers: a worker started before that gives up (seen at a load average of 17).
+        `head_env`: Ray settings for its GCS (`RAY_health_check_period_ms`, ...)."""
         head = ("--head", f"--port={self.port}", "--num-gpus=0", "--num-cpus=1")
-        self._start("head", *head, "--include-dashboard=false")
+        self._start("head", *head, "--include-dashboard=false", env=head_env)
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
             if self.nodes["head"].poll() is not None:
@@ -73,8 +80,17 @@ class RayCluster:
     def log(self, name: str) -> str:
         return (self.root / f"{name}.log").read_text(errors="replace")[-2000:]
 
-    def add_worker(self, name: str, gpus: int = 1, cpus: int = 2) -> None:
-        self._start(name, f"--address={self.address}", f"--num-gpus={gpus}", f"--num-cpus={cpus}")
+    def add_worker(
+        self, name: str, gpus: int = 1, cpus: int = 2, jobs_root: Path | None = None
+    ) -> None:
+        """A worker node; `jobs_root`: the job-directory root of its own (RLGUARD_JOBS_ROOT in
+        its `ray start`'s environment, as an operator sets it on each machine)."""
+        env = {}
+        if jobs_root is not None:
+            env["RLGUARD_JOBS_ROOT"] = str(jobs_root)
+            self.jobs_roots[name] = jobs_root
+        args = (f"--address={self.address}", f"--num-gpus={gpus}", f"--num-cpus={cpus}")
+        self._start(name, *args, env=env)
 
     def kill(self, name: str) -> None:
         """SIGKILL every process of the node, as a machine that died: `ray start` and all its
@@ -127,3 +143,18 @@ def descendants(root: int) -> list[int]:
         found += below
         todo += below
     return found
+
+
+@contextlib.contextmanager
+def running_cluster(
+    monkeypatch: pytest.MonkeyPatch, head_env: dict[str, str] | None = None
+) -> Iterator[RayCluster]:
+    """A started cluster, its token in this process's environment (servers started after it and
+    their CLI calls join it), stopped at the end."""
+    cluster = RayCluster().start(head_env)
+    for name, value in cluster.env.items():
+        monkeypatch.setenv(name, value)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

@@ -4,14 +4,12 @@ one, later resumes, and ends with exactly the weights of an uninterrupted run of
 
 from __future__ import annotations
 
-import subprocess
 import time
 
 import pytest
 import torch
+from live_platform import toy_train_config, toy_world
 from safetensors.torch import load_file
-
-from rlguard.train.toy_runs import sft_toy, toy_config
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -21,10 +19,7 @@ TIRESIAS = '{"thresholds": [8.0], "tick_s": 1.0, "promote_knob": 1000.0}'
 
 
 def _config(root, policy, name, **overrides):
-    config = toy_config(root, policy, name, **{**SETTINGS, **overrides})
-    config = config.model_dump(mode="json", exclude_defaults=True)  # JSON has no inf (kl_max)
-    config["stage"] = "cgpo"
-    return config
+    return toy_train_config(root, policy, name, **{**SETTINGS, **overrides})
 
 
 def _state_times(client, job_id, status):
@@ -36,11 +31,7 @@ def _state_times(client, job_id, status):
 
 
 def test_a_preempted_job_resumes_to_the_uninterrupted_weights(live_server, tmp_path):
-    policy = sft_toy(tmp_path / "toy", seed=1, epochs=2)
-    # The jobs' configs read the toy world there, as their own uids (transformers writes its
-    # weights 0600, so the operator's data is opened up as any shared model directory would be)
-    subprocess.run(["chmod", "-R", "a+rX", str(tmp_path / "toy")], check=True)
-    toy = f"toy={tmp_path / 'toy'}:ro"
+    policy, toy = toy_world(tmp_path / "toy")  # the jobs read it as their own uids
     server = live_server(
         "--gpus", "2", "--policy", "tiresias", "--policy-args", TIRESIAS, "--mount", toy
     )
