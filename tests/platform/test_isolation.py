@@ -32,6 +32,7 @@ MISSING = "job-" + "0" * 24  # a well-formed id no job has
 REPORT = {"step": 999, "score": 0.0, "progress": 0.5}
 CHECKPOINT = {"step": 999, "path": "/tmp/planted"}
 WARNING = {"code": "no_eval_yet", "message": "forged by another tenant's job"}
+STEP = {"step": 999, "gen_s": 1.0, "update_actor_s": 1.0}  # forged timings for A's measured
 DELIVERY = {
     "best_step": 1,
     "best_score": 0.9,
@@ -194,6 +195,8 @@ ATTEMPTS = [
     ("checkpoint_with_own_token", "POST", "/v1/jobs/{job}/checkpoints", CHECKPOINT, "token"),
     ("warning_with_own_token", "POST", "/v1/jobs/{job}/warnings", WARNING, "token"),
     ("delivery_with_own_token", "POST", "/v1/jobs/{job}/delivery", DELIVERY, "token"),
+    ("steps_with_api_key", "POST", "/v1/jobs/{job}/steps", STEP, "key"),
+    ("steps_with_own_token", "POST", "/v1/jobs/{job}/steps", STEP, "token"),
 ]
 
 
@@ -210,7 +213,7 @@ def _attempt(world, method: str, path: str, body: Any, who: str, job: str) -> ht
 def test_another_tenants_job_answers_exactly_as_a_missing_one(world, name, method, path, body, who):
     real = _attempt(world, method, path, body, who, world["a_job"])
     missing = _attempt(world, method, path, body, who, MISSING)
-    expected = 401 if who == "token" or name == "evals_with_api_key" else 404
+    expected = 401 if who == "token" or name.endswith("_with_api_key") else 404  # reports
     assert real.status_code == missing.status_code == expected, real.text
     _no_leak(world, real)
     error, reference = _error(real), _error(missing)
