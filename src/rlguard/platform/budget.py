@@ -12,6 +12,11 @@ from typing import Any
 RULE = "budget"
 
 
+def decision_rule(budget_gpu_hours: float) -> dict[str, Any]:
+    """A budget stop's rule, params and shadow, as its stored decision names them."""
+    return {"rule": RULE, "params": {"budget_gpu_hours": budget_gpu_hours}, "shadow": False}
+
+
 @dataclass(frozen=True)
 class Projection:
     gpu_hours: float  # used so far, all attempts

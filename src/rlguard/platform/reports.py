@@ -201,12 +201,10 @@ class Reports:
         projected = budget.projection(job.spec, gpu_hours, progress)
         if projected is None or not projected.over:
             return None
-        rule = {"rule": budget.RULE, "params": {"budget_gpu_hours": projected.budget_gpu_hours}}
+        rule = budget.decision_rule(projected.budget_gpu_hours)
         seqs = {"from_seq": seq, "to_seq": seq, "evals": 1}
         evidence_ = {**seqs, **projected.evidence()}
-        return self._record(
-            batch, job, seq, {**rule, "shadow": False}, True, projected.reason(), evidence_
-        )
+        return self._record(batch, job, seq, rule, True, projected.reason(), evidence_)
 
     def _record(
         self,

@@ -565,14 +565,15 @@ class Platform:
             spent = budget.Spent(gpu_hours, active.budget_gpu_hours)
             if not spent.over:
                 continue
-            rule = {"rule": budget.RULE, "params": {"budget_gpu_hours": spent.budget_gpu_hours}}
+            rule = budget.decision_rule(spent.budget_gpu_hours)
             with self.store.transaction() as s:
                 job = s.get(Job, active.job_id)
+                event = self.append(s, job, "decision", {}, "warning")
                 decision = decision_row(
-                    job.id, 0, {**rule, "shadow": False}, True, spent.reason(), spent.evidence()
+                    job.id, event.seq, rule, True, spent.reason(), spent.evidence()
                 )
-                event = self.append(s, job, "decision", stop_event_data(decision), "warning")
-                s.add(DecisionRecord(**{**decision, "event_seq": event.seq}))
+                event.data = stop_event_data(decision)
+                s.add(DecisionRecord(**decision))
                 self.stop_early(s, job, f"{budget.RULE}: {spent.reason()}")
 
     def enforce_grace(self, now: float) -> None:
