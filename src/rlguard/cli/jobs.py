@@ -29,15 +29,13 @@ def _client():  # type: ignore[no-untyped-def]
 
 def _call(fn, *args):  # type: ignore[no-untyped-def]
     """One API call; its refusal or an unreachable server is one line (exit 2)."""
-    import httpx
-
-    from rlguard.platform.client import PlatformError
+    from rlguard.platform.client import PlatformError, TransportError
 
     try:
         return fn(*args)
     except PlatformError as e:
         raise InputError(f"the platform refused it ({e.status}): {e}") from None
-    except httpx.TransportError as e:
+    except TransportError as e:
         raise InputError(f"cannot reach the platform at {os.environ['RLGUARD_URL']}: {e}") from None
 
 

@@ -9,13 +9,16 @@ rule (`EvalStopCallback`, the CGPO trainer's eval hooks) posts its evals and obe
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import re
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
+from http import client as http_client
 from typing import Any
-
-import httpx
+from urllib.parse import quote, urlencode, urlsplit
 
 from rlguard.cluster.events import CONTINUE, Decision, EvalEvent
 from rlguard.cluster.stopping.base import StopRule
@@ -35,7 +38,200 @@ class PlatformError(RuntimeError):
         self.status, self.code, self.param = status, error.get("code"), error.get("param")
 
 
-def _checked(response: httpx.Response) -> Any:
+class TransportError(Exception):
+    """The platform was not reached, or the connection broke before its whole answer came (a
+    refused or timed-out connection, a reset): nothing to read a refusal from."""
+
+
+# The client is on the standard library's http.client rather than httpx (the project's HTTP
+# client elsewhere): `import httpx` costs about 0.2-0.3 CPU-s (it imports its own CLI's click,
+# rich and pygments when they are installed), most of what `rlguard jobs list` would take to
+# start, and the platform's API needs only JSON over HTTP/1.1 (benchmarks/bench_cli_start.py).
+# Each request opens its own connection: nothing to share between threads, no stale keep-alive
+# to retry, and on the platform's own network a connect is cheap beside a request.
+
+_ESCAPE = re.compile("(%[0-9A-Fa-f]{2})")
+# a path's characters sent as they are (httpx's and WHATWG's path set); `%` only in an escape
+_PATH_SAFE = "".join(chr(i) for i in range(0x21, 0x7F) if chr(i) not in '"#<>?`{}%')
+_DEFAULT: Any = object()  # the connection's own timeout
+
+
+def _quote_path(path: str) -> str:
+    """A path as sent: what a URL may not hold percent-encoded, escapes already there kept."""
+    return "".join(
+        part if _ESCAPE.fullmatch(part) else quote(part, safe=_PATH_SAFE)
+        for part in _ESCAPE.split(path)
+    )
+
+
+class Response:
+    """An answer of the platform, read whole: status, headers, body."""
+
+    def __init__(self, status_code: int, headers: Any, content: bytes) -> None:
+        self.status_code, self.headers, self.content = status_code, headers, content
+
+    @property
+    def text(self) -> str:
+        charset = self.headers.get_content_charset() if self.headers is not None else None
+        return self.content.decode(charset or "utf-8", errors="replace")
+
+    def json(self) -> Any:
+        return json.loads(self.content)
+
+
+class _Streamed:
+    """An answer whose body is read as it arrives (`Http.stream`)."""
+
+    def __init__(self, raw: http_client.HTTPResponse) -> None:
+        self.raw, self.status_code, self.headers = raw, raw.status, raw.headers
+
+    def read(self) -> Response:
+        with _transport():
+            return Response(self.status_code, self.headers, self.raw.read())
+
+    def iter_lines(self) -> Iterator[str]:
+        """Lines as they arrive, without their line ends."""
+        while True:
+            with _transport():
+                line = self.raw.readline()
+            if not line:
+                return
+            yield line.decode("utf-8", errors="replace").rstrip("\r\n")
+
+    def iter_bytes(self, size: int) -> Iterator[bytes]:
+        while True:
+            with _transport():
+                chunk = self.raw.read(size)
+            if not chunk:
+                return
+            yield chunk
+
+
+@contextmanager
+def _transport() -> Iterator[None]:
+    """A failure to reach or hear the platform as a `TransportError` (and nothing else as one:
+    an OSError of the caller, writing a download, stays what it is)."""
+    try:
+        yield
+    except (OSError, http_client.HTTPException) as e:
+        raise TransportError(str(e) or type(e).__name__) from e
+
+
+class _UnixConnection(http_client.HTTPConnection):
+    """HTTP over a unix socket (the URL's host only names the server in `Host:`)."""
+
+    def __init__(self, host: str, path: str, timeout: float | None) -> None:
+        super().__init__(host, timeout=timeout)
+        self.socket_path = path
+
+    def connect(self) -> None:
+        import socket
+
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(self.timeout)
+            sock.connect(self.socket_path)
+        except BaseException:
+            sock.close()
+            raise
+        self.sock = sock
+
+
+class Http:
+    """Requests to the platform at `url` (over TCP, or over the unix socket a sandboxed job is
+    given: `RLGUARD_SOCKET`, the job's only way out), authorized by a bearer secret; JSON bodies.
+    `timeout` bounds the connect and each wait for data (None: no bound)."""
+
+    def __init__(
+        self, url: str, secret: str, timeout: float | None = 30.0, socket: str | None = None
+    ) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"the platform's URL must be http(s)://HOST[:PORT] (got {url!r})")
+        self.scheme, self.netloc, self.socket = parts.scheme, parts.netloc, socket
+        self.host, self.port = parts.hostname, parts.port
+        self.base = parts.path.rstrip("/")
+        self.timeout = timeout
+        self.headers = {"Authorization": f"Bearer {secret}", "Accept": "*/*"}
+
+    def _connection(self, timeout: float | None) -> http_client.HTTPConnection:
+        if self.socket is not None:
+            return _UnixConnection(self.netloc, self.socket, timeout)
+        if self.scheme == "https":
+            return http_client.HTTPSConnection(self.host, self.port, timeout=timeout)
+        return http_client.HTTPConnection(self.host, self.port, timeout=timeout)
+
+    @contextmanager
+    def _exchange(
+        self,
+        method: str,
+        path: str,
+        params: dict[str, Any] | None,
+        body: Any,
+        timeout: float | None,
+        read_timeout: float | None,
+    ) -> Iterator[http_client.HTTPResponse]:
+        target = path if "://" not in path else urlsplit(path).path
+        target = self.base + _quote_path(target if target.startswith("/") else "/" + target)
+        if params:
+            target += "?" + urlencode(params)
+        headers = dict(self.headers)
+        payload = None
+        if body is not None:  # as httpx sends JSON: compact, UTF-8, NaN refused (ValueError)
+            text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+            payload = text.encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        connection = self._connection(timeout)
+        try:
+            with _transport():
+                connection.connect()
+                connection.sock.settimeout(read_timeout)
+                connection.request(method, target, body=payload, headers=headers)
+                response = connection.getresponse()
+            yield response
+        finally:
+            connection.close()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        params: dict[str, Any] | None = None,
+        json: Any = None,
+        timeout: float | None = _DEFAULT,
+    ) -> Response:
+        """One request; its whole answer."""
+        timeout = self.timeout if timeout is _DEFAULT else timeout
+        with self._exchange(method, path, params, json, timeout, timeout) as raw:
+            return _Streamed(raw).read()
+
+    @contextmanager
+    def stream(
+        self,
+        method: str,
+        path: str,
+        params: dict[str, Any] | None = None,
+        timeout: float | None = _DEFAULT,
+        read_timeout: float | None = _DEFAULT,
+    ) -> Iterator[_Streamed]:
+        """One request whose answer is read as it arrives (`read_timeout`: the bound on each
+        wait for data, `timeout` by default)."""
+        timeout = self.timeout if timeout is _DEFAULT else timeout
+        read_timeout = timeout if read_timeout is _DEFAULT else read_timeout
+        with self._exchange(method, path, params, None, timeout, read_timeout) as raw:
+            yield _Streamed(raw)
+
+    def get(self, path: str, **kwargs: Any) -> Response:
+        return self.request("GET", path, **kwargs)
+
+    def post(self, path: str, **kwargs: Any) -> Response:
+        return self.request("POST", path, **kwargs)
+
+    def delete(self, path: str, **kwargs: Any) -> Response:
+        return self.request("DELETE", path, **kwargs)
+
+
+def _checked(response: Response) -> Any:
     if response.status_code >= 400:
         try:
             body = response.json()
@@ -47,23 +243,11 @@ def _checked(response: httpx.Response) -> Any:
     return response.text
 
 
-def _http(url: str, secret: str, timeout: float, socket: str | None) -> httpx.Client:
-    """An HTTP client of the platform: over TCP to `url`, or over the unix socket a sandboxed
-    job is given (`RLGUARD_SOCKET`: the job has no other way out)."""
-    transport = None if socket is None else httpx.HTTPTransport(uds=socket)
-    return httpx.Client(
-        base_url=url,
-        headers={"Authorization": f"Bearer {secret}"},
-        timeout=timeout,
-        transport=transport,
-    )
-
-
 class Client:
     def __init__(
         self, url: str, api_key: str, timeout: float = 30.0, socket: str | None = None
     ) -> None:
-        self.http = _http(url, api_key, timeout, socket)
+        self.http = Http(url, api_key, timeout, socket)
 
     @classmethod
     def from_env(cls) -> Client:
@@ -100,8 +284,6 @@ class Client:
 
     def follow(self, job_id: str, after: int = 0) -> Iterator[dict[str, Any]]:
         """Every event from `after` on, as the server streams them, until the job has ended."""
-        import json
-
         with self.http.stream(
             "GET",
             f"/v1/jobs/{job_id}/events",
@@ -109,8 +291,7 @@ class Client:
             timeout=None,
         ) as response:
             if response.status_code >= 400:
-                response.read()
-                _checked(response)
+                _checked(response.read())
             for line in response.iter_lines():
                 if line.startswith("data:"):
                     yield json.loads(line[5:].strip())
@@ -127,10 +308,9 @@ class Client:
         import hashlib
 
         digest = hashlib.sha256()
-        with self.http.stream("GET", url, timeout=httpx.Timeout(30.0, read=None)) as response:
+        with self.http.stream("GET", url, timeout=30.0, read_timeout=None) as response:
             if response.status_code >= 400:
-                response.read()
-                _checked(response)
+                _checked(response.read())
             for chunk in response.iter_bytes(1 << 20):
                 digest.update(chunk)
                 sink.write(chunk)
@@ -173,7 +353,7 @@ class JobReporter:
         socket: str | None = None,
     ) -> None:
         self.job_id, self.retry_s = job_id, retry_s
-        self.http = _http(url, token, 30.0, socket)
+        self.http = Http(url, token, 30.0, socket)
 
     @classmethod
     def from_env(cls) -> JobReporter | None:
@@ -197,7 +377,7 @@ class JobReporter:
                 response = self.http.post(path, json=body, **wait)
                 if response.status_code < 500:
                     return _checked(response)
-            except httpx.TransportError:
+            except TransportError:
                 pass
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the platform did not take {path} within {self.retry_s} s")
