@@ -1,21 +1,21 @@
 """The `rlguard` command: one subcommand per plane, each in its own module.
 
 Errors a user can fix print one line (`error: ...`) and exit with code 2, never a traceback.
-A subcommand's module is imported only when that subcommand runs (cli/lazy.py), and heavy imports
-(torch, transformers) happen inside the commands that need them, so `rlguard jobs` and `--help`
-stay fast.
+A subcommand's module is imported only when that subcommand runs, and heavy imports (torch,
+transformers) happen inside the commands that need them. The client commands (`jobs`,
+`tenants`) are on argparse (cli/argparsing.py) and are handed over before typer is imported,
+so they start in a fraction of what typer alone costs; every other command is typer's
+(cli/typer_app.py, its lazy group cli/lazy.py). This module imports neither.
 """
 
 from __future__ import annotations
 
 import sys
+from importlib import import_module
 
-import typer
-
-from rlguard.cli.lazy import lazy_group
-from rlguard.errors import InputError
-
-# in the order `rlguard --help` lists them; each line is the command's own (tests/test_cli_lazy.py)
+# in the order `rlguard --help` lists them; each line is the command's own (tests/test_cli_lazy.py).
+# A target "module:attribute" is a typer command or app; a bare "module" is a client command, its
+# `group` an argparse Group (cli/argparsing.py).
 COMMANDS = {
     "simulate": (
         "rlguard.cli.simulate:simulate",
@@ -37,14 +37,14 @@ COMMANDS = {
         "rlguard.cli.demo:demo",
         "The live platform: two tenants' lab jobs, hacking ones stopped online by EvalStop.",
     ),
-    "bench": ("rlguard.cli:bench_app", "Benchmarks that print JSON."),
+    "bench": ("rlguard.cli.typer_app:bench_app", "Benchmarks that print JSON."),
     "runtime": (
         "rlguard.cli.runtime:runtime_app",
         "The execution plane: one RLHF step, serverless (RLHFless) vs a serverful pool.",
     ),
     "lab": ("rlguard.cli.lab:lab_app", "The offline world where reward hacking happens."),
-    "tenants": ("rlguard.cli.serve:tenants_app", "Tenants of the platform (operator)."),
-    "jobs": ("rlguard.cli.jobs:jobs_app", "Submit and watch jobs on the platform."),
+    "tenants": ("rlguard.cli.tenants", "Tenants of the platform (operator)."),
+    "jobs": ("rlguard.cli.jobs", "Submit and watch jobs on the platform."),
 }
 BENCH_COMMANDS = {
     "simulate": (
@@ -53,45 +53,18 @@ BENCH_COMMANDS = {
     ),
 }
 
-app = typer.Typer(
-    cls=lazy_group(COMMANDS),
-    add_completion=False,
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    help="rlguard: RLHF post-training that keeps the reward honest.",
-)
-bench_app = typer.Typer(
-    cls=lazy_group(BENCH_COMMANDS), no_args_is_help=True, help="Benchmarks that print JSON."
-)
 
-
-@app.callback()
-def _rlguard() -> None:
-    """Every subcommand is lazy: this callback makes the app a group with none registered."""
-
-
-@bench_app.callback()
-def _bench() -> None:
-    """As `_rlguard`, for `rlguard bench`."""
-
-
-# typer vendors click (0.20 on): its usage errors derive from typer.TyperException, and importing
-# click itself as well would only cost start-up time.
-USAGE_ERRORS = (typer.TyperException,)
+def is_client_command(target: str) -> bool:
+    return ":" not in target
 
 
 def main() -> None:
     """Entry point: usage and input errors become one line on stderr and exit code 2."""
-    try:
-        code = app(standalone_mode=False)
-    except USAGE_ERRORS as e:
-        message = e.format_message() if hasattr(e, "format_message") else str(e)
-        if type(e).__name__ == "NoArgsIsHelpError":  # bare `rlguard`: show the help
-            print(message, file=sys.stderr)
-        else:
-            print(f"error: {' '.join(message.split())}", file=sys.stderr)
-        sys.exit(2)
-    except (InputError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
-    sys.exit(code or 0)
+    argv = sys.argv[1:]
+    if argv and argv[0] in COMMANDS and is_client_command(COMMANDS[argv[0]][0]):
+        from rlguard.cli.argparsing import run
+
+        sys.exit(run(import_module(COMMANDS[argv[0]][0]).group, argv[1:]))
+    from rlguard.cli.typer_app import main as typer_main
+
+    typer_main()

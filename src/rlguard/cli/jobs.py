@@ -1,20 +1,22 @@
-"""`rlguard jobs ...`: the platform's HTTP API from the shell (RLGUARD_URL, RLGUARD_API_KEY)."""
+"""`rlguard jobs ...`: the platform's HTTP API from the shell (RLGUARD_URL, RLGUARD_API_KEY).
+
+On argparse (cli/argparsing.py) and the standard-library client, so a command starts without
+typer, pydantic, httpx or rich: rich is imported only to print a table, and what checks a job
+file (`--setup`, `--watch`, a train config) only when one is given.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import typer
-from rich.console import Console
-from rich.table import Table
-
+from rlguard.cli.argparsing import Arg, Flag, Group, Opt, integer, json_flag, number
 from rlguard.errors import InputError
 
-jobs_app = typer.Typer(no_args_is_help=True, help="Submit and watch jobs on the platform.")
-JsonOut = Annotated[bool, typer.Option("--json", help="print JSON")]
+group = Group("jobs", "Submit and watch jobs on the platform.")
 JOB_COLUMNS = ("id", "status", "kind", "gpus", "queue_position", "stop_reason")
 
 
@@ -39,10 +41,23 @@ def _call(fn, *args):  # type: ignore[no-untyped-def]
         raise InputError(f"cannot reach the platform at {os.environ['RLGUARD_URL']}: {e}") from None
 
 
+def _each(items: Iterable[Any]) -> Iterator[Any]:
+    """A streamed answer's items, its refusal or a lost server one line as with `_call`."""
+    found = iter(items)
+    while True:
+        try:
+            yield _call(next, found)
+        except StopIteration:
+            return
+
+
 def _show(obj: Any, json_out: bool) -> None:
     if json_out:
         print(json.dumps(obj))
         return
+    from rich.console import Console
+    from rich.table import Table
+
     console = Console()
     rows = obj["data"] if obj.get("object") == "list" else [obj]
     if rows and rows[0].get("object") == "job":
@@ -57,40 +72,41 @@ def _show(obj: Any, json_out: bool) -> None:
             console.print_json(json.dumps(row))
 
 
-@jobs_app.command()
+@group.command(
+    Arg("config", "an rlguard train YAML", Path, required=False),
+    Opt("--command", "a command job's shell command"),
+    Opt("--gpus", "GPUs the job needs (default: the setup's, else 1)", integer()),
+    Opt("--cpus", "CPUs the job needs", number, 1.0),
+    Opt("--kind", "command jobs: rlhf, sft, dpo, ..."),
+    Opt("--estimate-s", "your runtime estimate", number),
+    Opt("--stop-rule", "override the stop rule"),
+    Opt("--k", "override EvalStop's k", integer()),
+    Opt("--patience", "patience rules: evals without a new best", integer()),
+    Flag("--shadow", "the rule only advises"),
+    Opt("--watch", "command jobs: a preset (verl, trl, ...) or a YAML watch spec file"),
+    Opt(
+        "--setup", "what the job runs (YAML, as `runtime simulate --setup`, + steps): quoted", Path
+    ),
+    Opt("--budget-gpu-hours", "stop the job when its pace projects past this", number),
+    json_flag(),
+)
 def submit(
-    config: Annotated[Path | None, typer.Argument(help="an rlguard train YAML")] = None,
-    command: Annotated[str | None, typer.Option(help="a command job's shell command")] = None,
-    gpus: Annotated[
-        int | None, typer.Option(help="GPUs the job needs (default: the setup's, else 1)")
-    ] = None,
-    cpus: Annotated[float, typer.Option(help="CPUs the job needs")] = 1.0,
-    kind: Annotated[str | None, typer.Option(help="command jobs: rlhf, sft, dpo, ...")] = None,
-    estimate_s: Annotated[float | None, typer.Option(help="your runtime estimate")] = None,
-    stop_rule: Annotated[str | None, typer.Option(help="override the stop rule")] = None,
-    k: Annotated[int | None, typer.Option(help="override EvalStop's k")] = None,
-    patience: Annotated[
-        int | None, typer.Option(help="patience rules: evals without a new best")
-    ] = None,
-    shadow: Annotated[bool, typer.Option(help="the rule only advises")] = False,
-    watch: Annotated[
-        str | None,
-        typer.Option(help="command jobs: a preset (verl, trl, ...) or a YAML watch spec file"),
-    ] = None,
-    setup: Annotated[
-        Path | None,
-        typer.Option(
-            help="what the job runs (YAML, as `runtime simulate --setup`, + steps): quoted"
-        ),
-    ] = None,
-    budget_gpu_hours: Annotated[
-        float | None, typer.Option(help="stop the job when its pace projects past this")
-    ] = None,
-    json_out: JsonOut = False,
+    config: Path | None,
+    command: str | None,
+    gpus: int | None,
+    cpus: float,
+    kind: str | None,
+    estimate_s: float | None,
+    stop_rule: str | None,
+    k: int | None,
+    patience: int | None,
+    shadow: bool,
+    watch: str | None,
+    setup: Path | None,
+    budget_gpu_hours: float | None,
+    json_out: bool,
 ) -> None:
     """Submit a train config or a command; prints the job (with its id) and its quote."""
-    from rlguard.train.config import load_yaml
-
     if (config is None) == (command is None):
         raise InputError("give exactly one of CONFIG or --command")
     if budget_gpu_hours is not None and not budget_gpu_hours > 0:
@@ -105,6 +121,8 @@ def submit(
     if budget_gpu_hours is not None:
         body["budget_gpu_hours"] = budget_gpu_hours
     if config is not None:
+        from rlguard.train.config import load_yaml
+
         body["config"] = load_yaml(config)
     else:
         body.update(command=command, **({"kind": kind} if kind else {}))
@@ -170,42 +188,38 @@ def watch_option(value: str) -> str | dict[str, Any]:
     return spec
 
 
-@jobs_app.command("list")
-def list_jobs(
-    limit: Annotated[int, typer.Option(min=1, max=1000)] = 20, json_out: JsonOut = False
-) -> None:
+@group.command(Opt("--limit", "jobs to list", integer(1, 1000), 20), json_flag(), name="list")
+def list_jobs(limit: int, json_out: bool) -> None:
     """Your jobs, newest first."""
     _show(_call(_client().jobs, limit), json_out)
 
 
-@jobs_app.command()
-def get(job_id: str, json_out: JsonOut = False) -> None:
+@group.command(Arg("job_id", "the job's id"), json_flag())
+def get(job_id: str, json_out: bool) -> None:
     """One job."""
     _show(_call(_client().job, job_id), json_out)
 
 
-@jobs_app.command()
-def cancel(job_id: str, json_out: JsonOut = False) -> None:
+@group.command(Arg("job_id", "the job's id"), json_flag())
+def cancel(job_id: str, json_out: bool) -> None:
     """Cancel a job (a running one checkpoints and stops)."""
     _show(_call(_client().cancel, job_id), json_out)
 
 
-@jobs_app.command()
-def checkpoints(job_id: str, json_out: JsonOut = False) -> None:
+@group.command(Arg("job_id", "the job's id"), json_flag())
+def checkpoints(job_id: str, json_out: bool) -> None:
     """A job's checkpoints; is_best marks the one delivered (best by eval score)."""
     _show(_call(_client().checkpoints, job_id), json_out)
 
 
-@jobs_app.command()
-def events(
-    job_id: str,
-    follow: Annotated[bool, typer.Option(help="stream until the job ends")] = False,
-    json_out: JsonOut = False,
-) -> None:
+@group.command(
+    Arg("job_id", "the job's id"), Flag("--follow", "stream until the job ends"), json_flag()
+)
+def events(job_id: str, follow: bool, json_out: bool) -> None:
     """A job's events (state changes, evals, decisions, checkpoints)."""
     client = _client()
-    found = _call(client.follow, job_id) if follow else _call(client.all_events, job_id)
-    for event in found:
+    found = client.follow(job_id) if follow else _call(client.all_events, job_id)
+    for event in _each(found):
         print(
             json.dumps(event)
             if json_out
@@ -214,10 +228,8 @@ def events(
         )
 
 
-@jobs_app.command("export-curves")
-def export_curves(
-    out: Annotated[Path, typer.Argument(help="curve file to write (rlguard-curves/1)")],
-) -> None:
+@group.command(Arg("out", "curve file to write (rlguard-curves/1)", Path))
+def export_curves(out: Path) -> None:
     """Your jobs' recorded eval curves (every job's, with an admin key), for `rlguard simulate
     --curves` to try a stop rule on your own history."""
     from rlguard.cluster.curve_file import write_curves
@@ -232,12 +244,8 @@ def export_curves(
     print(f"wrote {len(curves)} of {len(jobs)} jobs' curves to {out}")
 
 
-@jobs_app.command("export-steps")
-def export_steps(
-    out: Annotated[
-        Path, typer.Argument(help="CSV to write (runtime/data/verl_steps.csv's columns)")
-    ],
-) -> None:
+@group.command(Arg("out", "CSV to write (runtime/data/verl_steps.csv's columns)", Path))
+def export_steps(out: Path) -> None:
     """Your finished quoted jobs' reported steps (every tenant's, with an admin key), for
     `rlguard runtime calibrate OUT.csv --setup JOB.yaml --out PROFILE.yaml`."""
     from rlguard.io import write_text
@@ -266,15 +274,13 @@ def _all_jobs(client) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
         after = page["data"][-1]["id"]
 
 
-@jobs_app.command()
-def download(
-    job_id: str,
-    out: Annotated[Path, typer.Option(help="directory to write the checkpoint's files into")],
-    checkpoint: Annotated[
-        str, typer.Option(help="best, a step number, or a checkpoint's name")
-    ] = "best",
-    json_out: JsonOut = False,
-) -> None:
+@group.command(
+    Arg("job_id", "the job's id"),
+    Opt("--out", "directory to write the checkpoint's files into", Path, required=True),
+    Opt("--checkpoint", "best, a step number, or a checkpoint's name", default="best"),
+    json_flag(),
+)
+def download(job_id: str, out: Path, checkpoint: str, json_out: bool) -> None:
     """Download a job's checkpoint (its best by eval, or a step), each file checked against
     the sha256 the platform recorded."""
     from rlguard.platform.download import download_checkpoint
@@ -287,7 +293,7 @@ def download(
     print(f"step {got['step']}: {len(got['files'])} files, {size} bytes in {out}")
 
 
-@jobs_app.command()
-def delete(job_id: str, json_out: JsonOut = False) -> None:
+@group.command(Arg("job_id", "the job's id"), json_flag())
+def delete(job_id: str, json_out: bool) -> None:
     """Delete a finished job: its checkpoints in the store and its records."""
     _show(_call(_client().delete, job_id), json_out)

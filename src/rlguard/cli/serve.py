@@ -1,8 +1,7 @@
-"""`rlguard serve` and `rlguard tenants`: the platform's server and its operator commands."""
+"""`rlguard serve`: the platform's server (its operator's `rlguard tenants` is cli/tenants.py)."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Annotated
@@ -12,8 +11,6 @@ import typer
 from rlguard.cli.options import names, validated
 from rlguard.cli.options import policy_args as parse_policy_args
 from rlguard.errors import InputError
-
-tenants_app = typer.Typer(no_args_is_help=True, help="Tenants of the platform (operator).")
 
 DataDir = Annotated[Path, typer.Option(help="the platform's data directory")]
 Db = Annotated[str | None, typer.Option(help="store URL [default: SQLite in --data-dir]")]
@@ -105,28 +102,3 @@ def serve(
         keep_last=keep_last,
     )
     run_server(cfg)
-
-
-@tenants_app.command("create")
-def create(
-    name: Annotated[str, typer.Argument(help="the tenant's unique name")],
-    quota_gpus: Annotated[int, typer.Option(help="GPUs it may hold at once")],
-    weight: Annotated[float, typer.Option(help="its fair-share weight")] = 1.0,
-    admin: Annotated[bool, typer.Option(help="the key also gets the admin scope")] = False,
-    db: Db = None,
-    data_dir: DataDir = Path("runs/platform"),
-    json_out: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
-) -> None:
-    """Create a tenant in the store and print its API key (shown this once)."""
-    from rlguard.platform.store import Store, default_url
-    from rlguard.platform.tenants import create_tenant
-
-    store = Store(db or default_url(data_dir))
-    try:
-        tenant_id, key = create_tenant(store, name, quota_gpus, weight, admin)
-    finally:
-        store.close()
-    if json_out:
-        print(json.dumps({"tenant_id": tenant_id, "api_key": key}))
-    else:
-        print(f"tenant {name} ({tenant_id}); API key (shown once): {key}")
