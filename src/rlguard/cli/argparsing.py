@@ -81,7 +81,7 @@ class Arg:
     def add(self, parser: argparse.ArgumentParser) -> None:
         help = self.help + (" [required]" if self.required else "")
         parser.add_argument(
-            self.dest, nargs="?", type=self.type, metavar=self.dest.upper(), help=help
+            self.dest, nargs="?", type=self.type, metavar=self.dest.upper(), help=_literal(help)
         )
 
     def missing(self) -> str:
@@ -117,9 +117,13 @@ class Opt:
         help = self.help + (f" [{'; '.join(notes)}]" if notes else "")
         metavar = getattr(self.type, "metavar", None) or METAVARS.get(self.type, "VALUE")
         parser.add_argument(
-            self.flag, dest=self.dest, type=self.type, default=self.default, metavar=metavar,
-            help=help,
-        )  # fmt: skip
+            self.flag,
+            dest=self.dest,
+            type=self.type,
+            default=self.default,
+            metavar=metavar,
+            help=_literal(help),
+        )
 
     def missing(self) -> str:
         return f"Missing option '{self.flag}'."
@@ -136,10 +140,16 @@ class Flag:
 
     def add(self, parser: argparse.ArgumentParser) -> None:
         action = argparse.BooleanOptionalAction if self.negatable else "store_true"
-        parser.add_argument(self.flag, dest=self.dest, action=action, default=False, help=self.help)
+        help = _literal(self.help)
+        parser.add_argument(self.flag, dest=self.dest, action=action, default=False, help=help)
 
 
 Param = Arg | Opt | Flag
+
+
+def _literal(help: str) -> str:
+    """A help line as argparse prints it: it %-formats help lines."""
+    return help.replace("%", "%%")
 
 
 def json_flag(help: str = "print JSON") -> Flag:
