@@ -40,3 +40,24 @@ def test_an_interrupted_run_resumes_from_its_checkpoint(tiny_world, tmp_path):
     assert again["curve"] == first["curve"]
     summary = json.loads((out / "train" / "summary.json").read_text())
     assert summary["resumed_from"] == TINY_BUDGET.steps  # nothing was trained twice
+
+
+def test_an_experiment_reads_its_finished_runs_and_runs_only_the_rest(
+    tiny_world, tmp_path, monkeypatch
+):
+    """Resuming an experiment trains only what is missing; finished runs are read in place (a
+    worker would import torch to find them) and the summary is the same."""
+    import shutil
+
+    from rlguard.lab import experiment
+    from rlguard.lab.experiment import LabConfig, overoptimization
+
+    shutil.copytree(tiny_world.root, tmp_path / "world")
+    cfg = LabConfig(seeds=1, methods=("ppo", "crpg"), world=TINY_WORLD, budget=TINY_BUDGET)
+    first = overoptimization(cfg, tmp_path, workers=1, quiet=True)
+    (tmp_path / "runs" / "crpg-seed0" / "record.json").unlink()
+    ran = []
+    real = experiment._run_one
+    monkeypatch.setattr(experiment, "_run_one", lambda item: ran.append(item[3]) or real(item))
+    assert overoptimization(cfg, tmp_path, workers=1, quiet=True) == first
+    assert ran == ["crpg"]

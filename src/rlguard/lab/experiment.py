@@ -19,7 +19,7 @@ from rlguard.lab.analysis import summarize, summarize_run
 from rlguard.lab.methods import METHODS
 from rlguard.lab.plots import plot_runs
 from rlguard.lab.report import render
-from rlguard.lab.run import Budget, run
+from rlguard.lab.run import Budget, finished, run
 from rlguard.lab.world import World, WorldConfig, build_world
 
 
@@ -40,10 +40,14 @@ def quick_config(seeds: int = 2) -> LabConfig:
     return LabConfig(seeds=seeds, methods=methods, world=world, budget=Budget(steps=48))
 
 
+def _run_dir(out: Path, method: str, seed: int) -> Path:
+    return out / "runs" / f"{method}-seed{seed}"
+
+
 def _run_one(item: tuple[World, Budget, Path, str, int]) -> dict[str, Any]:
     """One (method, seed) run; a plain function of one argument, as Ray's tasks want."""
     world, budget, out, method, seed = item
-    return run(world, method, seed, budget, out / "runs" / f"{method}-seed{seed}")
+    return run(world, method, seed, budget, _run_dir(out, method, seed))
 
 
 def overoptimization(cfg: LabConfig, out: Path, workers: int = 2, quiet: bool = False) -> dict:
@@ -54,13 +58,11 @@ def overoptimization(cfg: LabConfig, out: Path, workers: int = 2, quiet: bool = 
         for method in cfg.methods
         for seed in range(cfg.seeds)
     ]
-    records = fan_out(
-        _run_one,
-        items,
-        workers=workers,
-        description="lab runs",
-        quiet=quiet,
-    )
+    # finished runs are read here: a worker process would import torch to find the same record
+    records = [finished(_run_dir(out, method, seed)) for _, _, _, method, seed in items]
+    todo = [item for item, record in zip(items, records, strict=True) if record is None]
+    ran = iter(fan_out(_run_one, todo, workers=workers, description="lab runs", quiet=quiet))
+    records = [next(ran) if record is None else record for record in records]
     result = {"config": asdict(cfg), **summarize(records)}
     write_json(out / "results.json", {**result, "runs": records})
     write_curves(

@@ -154,11 +154,17 @@ def lab_trainer(
     )
 
 
+def finished(out: Path) -> dict[str, Any] | None:
+    """The record of the run in `out` if it has finished (its record is written last)."""
+    record_path = out / "record.json"
+    return json.loads(record_path.read_text()) if record_path.is_file() else None
+
+
 def run(world: World, method: str, seed: int, budget: Budget, out: Path) -> dict[str, Any]:
     """Train (or resume) one run and return its record; a finished run's record is reused."""
+    if (record := finished(out)) is not None:
+        return record
     record_path = out / "record.json"
-    if record_path.is_file():
-        return json.loads(record_path.read_text())
     import torch
 
     torch.set_num_threads(1)

@@ -44,6 +44,8 @@ def fan_out(
     workers=1 with no address runs in this process; otherwise each item is a Ray task, on a local
     Ray started with `workers` CPUs (default: all) or on the cluster at `address`.
     """
+    if not items:  # nothing to start Ray for
+        return []
     with _progress(description, quiet) as bar:
         task = bar.add_task(description, total=len(items))
         if workers == 1 and address is None:
