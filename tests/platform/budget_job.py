@@ -21,8 +21,8 @@ for step, (gen_s, update_s) in enumerate([(40.0, 7.0), (30.0, 6.0), (28.0, 6.4)]
     reporter.step(step, **timers, **lengths, step_s=gen_s + update_s + 2.0)
 for step, score, progress, pause in [
     (1, 0.7, 0.5, 0.0),
-    (2, 0.6, 0.52, 0.0),
-    (3, 0.65, 0.55, pause_s),
+    (2, 0.6, 0.6, 0.0),
+    (3, 0.65, 0.65, pause_s),
 ]:
     time.sleep(pause)
     checkpoint = out / f"ckpt-{step}"

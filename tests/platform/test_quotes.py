@@ -7,6 +7,7 @@ measured beside its quote, and its steps export as calibration rows `runtime cal
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -168,8 +169,10 @@ def test_a_job_whose_pace_passes_its_budget_is_stopped_with_its_best_checkpoint(
     job_id, token = _running(platform, body)
     assert _eval(platform, job_id, token, 1, 0.6, 0.25)["action"] == "continue"
     assert _eval(platform, job_id, token, 2, 0.5, 0.5)["action"] == "continue"  # 1 decline
-    # Its run has been going for half an hour on 2 GPUs: 1 GPU-h at progress 0.75 is a pace of
-    # 1.33 GPU-h, past the budget of 1.2 (EvalStop, k = 2, sees a rise and continues).
+    # Its run has been going for half an hour on 2 GPUs, all of it since its first eval (at
+    # progress 0.25): 1 GPU-h for half the job, so 1.5 GPU-h at its end, past the budget of 1.2
+    # (EvalStop, k = 2, sees a rise and continues). Counted from its start, the pace would say
+    # 1.33 at progress 0.75 and 0.0x at progress 0.5, whatever the job's start-up cost.
     with platform.store.transaction() as s:
         s.execute(update(Run).where(Run.job_id == job_id).values(running_at=Run.running_at - 1800))
         started = s.query(Run).filter_by(job_id=job_id).one().running_at
@@ -185,7 +188,8 @@ def test_a_job_whose_pace_passes_its_budget_is_stopped_with_its_best_checkpoint(
     assert stop["rule"] == "budget" and stop["params"] == {"budget_gpu_hours": 1.2}
     assert evidence["budget_gpu_hours"] == 1.2 and evidence["progress"] == 0.75
     assert evidence["gpu_hours"] == pytest.approx(1.0, abs=0.01)
-    assert evidence["projected_gpu_hours"] == pytest.approx(1.0 / 0.75, abs=0.02)
+    assert evidence["pace_since_progress"] == 0.25 and evidence["pace_since_gpu_hours"] < 0.01
+    assert evidence["projected_gpu_hours"] == pytest.approx(1.5, abs=0.02)
     assert evidence["evals"] == 1 and evidence["to_seq"] == stop["event_seq"]
     assert job["measured"]["gpu_hours"] == pytest.approx(1.0, abs=0.01)
     assert job["quote"]["status"] == "quoted"
@@ -323,3 +327,24 @@ def test_a_setup_the_catalog_no_longer_knows_does_not_keep_a_job_from_finishing(
         got = measured(s, old, 0.5)
     assert got["gpu_hours"] == 2.0 and got["step_s"] is None
     assert "a-model-since-removed" in got["step_s_error"]
+
+
+def test_start_up_is_not_projected_as_pace(api, platform):
+    """A job whose start-up took most of its first hour, then paces at 0.2 GPU-h per tenth of its
+    progress, projects about 3 GPU-h, within its budget of 3.5: counted from its start it would
+    project 13 GPU-h at its first eval and be stopped there."""
+    body = {"command": "true", "setup": SETUP, "budget_gpu_hours": 3.5}
+    job_id, token = _running(platform, body)
+
+    def at(elapsed_s: float, step: int, progress: float) -> dict:
+        with platform.store.transaction() as s:
+            started_at = time.time() - elapsed_s
+            s.execute(update(Run).where(Run.job_id == job_id).values(running_at=started_at))
+            started = s.query(Run).filter_by(job_id=job_id).one().running_at
+        platform.table.start(job_id, started)
+        return _eval(platform, job_id, token, step, 0.5 + step / 100, progress)
+
+    assert at(2400, 1, 0.1)["action"] == "continue"  # 2 GPUs x 40 min: 1.33 GPU-h at 0.1
+    for step in range(2, 6):  # 0.2 GPU-h (2 GPUs x 6 min) per 0.1 of progress
+        assert at(2400 + 360 * (step - 1), step, step / 10)["action"] == "continue"
+    assert api.get(f"/v1/jobs/{job_id}").json()["status"] == "running"

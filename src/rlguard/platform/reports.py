@@ -156,7 +156,7 @@ class Reports:
             verdict = self.platform.rules.observe(active.rule, eval_event(job, report))
             decision = self._decide(batch, job, active, event["seq"], verdict)
         if job.status != states.STOPPING:
-            decision = self._budget(batch, job, event["seq"], report.progress) or decision
+            decision = self._budget(batch, job, active, event["seq"], report.progress) or decision
         batch.decided[job_id, report.step] = (event["seq"], decision)
         return self._answer(job, event["seq"], decision, duplicate=False)
 
@@ -195,10 +195,14 @@ class Reports:
             evidence(rule, active.eval_seqs),
         )
 
-    def _budget(self, batch: _Batch, job: Job, seq: int, progress: float) -> dict[str, Any] | None:
+    def _budget(
+        self, batch: _Batch, job: Job, active: Active, seq: int, progress: float
+    ) -> dict[str, Any] | None:
         """Stop the job if its pace projects past its budget (budget.py); None otherwise."""
         gpu_hours = job.gpus * self.platform.table.executed_s(job.id, time.time()) / 3600
-        projected = budget.projection(job.spec, gpu_hours, progress)
+        now = budget.Mark(gpu_hours, progress)
+        projected = budget.projection(job.spec, now, active.pace_since)
+        active.pace_since = active.pace_since or now
         if projected is None or not projected.over:
             return None
         rule = budget.decision_rule(projected.budget_gpu_hours)

@@ -130,6 +130,9 @@ class Active:
     fence: str | None = None  # its last run, until Ray says that run's actor is dead
     held_until: float = 0.0  # its last run could not be placed: not launched again before
     budget_gpu_hours: float | None = None
+    # its first eval this server saw (after a restart: the first since), where its budget's pace
+    # is measured from
+    pace_since: budget.Mark | None = None
 
 
 class Platform:
