@@ -1,5 +1,6 @@
-"""The code judge's speed, two source trees side by side: the lab's code task (correct and flawed
-responses, three asserts each), judged by a fresh CodeJudge (no verdict cache hits) per round.
+"""The code judge's speed (wall, and CPU: its process's and its sandboxes'), two source trees
+side by side: the lab's code task (correct and flawed responses, three asserts each), judged by a
+fresh CodeJudge (no verdict cache hits) per round.
 Rounds alternate between the trees in one run, each in a child process importing that tree, so
 both see the same machine load. `--host-processes N` holds N idle processes meanwhile: the
 sandbox scans the host's process table for its uid's processes around every run, and a busy host
@@ -36,9 +37,14 @@ def worker(samples: int) -> None:
     rows = [task.prompt(rng) for _ in range(samples)]
     texts = [task.respond(r, rng, correct=i % 2 == 0, elaboration=1) for i, r in enumerate(rows)]
     judge = CodeJudge(max_workers=2)
+    cpu = (os.times().user, os.times().system, os.times().children_user, os.times().children_system)
     start = time.perf_counter()
     verdicts = judge.judge([r.prompt for r in rows], texts, [r.metadata for r in rows])
-    print(json.dumps({"wall_s": time.perf_counter() - start, "verdicts": verdicts}))
+    wall_s = time.perf_counter() - start
+    now = os.times()
+    judge_cpu = now.user + now.system - cpu[0] - cpu[1]
+    sandbox_cpu = now.children_user + now.children_system - cpu[2] - cpu[3]
+    print(json.dumps({"wall_s": wall_s, "cpu_s": judge_cpu + sandbox_cpu, "verdicts": verdicts}))
 
 
 def round_(src: str, samples: int) -> dict:
@@ -68,6 +74,7 @@ def main() -> None:
     if not args.old:
         parser.error("--old is required")
     times: dict[str, list[float]] = {"old": [], "new": []}
+    cpus: dict[str, list[float]] = {"old": [], "new": []}
     verdicts = {}
     idle = [subprocess.Popen(["sleep", "3600"]) for _ in range(args.host_processes)]
     try:
@@ -75,6 +82,7 @@ def main() -> None:
             for name in ("old", "new"):
                 got = round_(getattr(args, name), args.samples)
                 times[name].append(round(got["wall_s"], 3))
+                cpus[name].append(round(got["cpu_s"], 3))
                 verdicts[name] = got["verdicts"]
     finally:
         for process in idle:
@@ -91,6 +99,9 @@ def main() -> None:
         "wall_s": times,
         "median_s": median,
         "new_over_old": round(median["new"] / median["old"], 3),
+        "cpu_s": cpus,  # the judge's process and its sandboxes', user + system
+        "median_cpu_s": (cpu_median := {name: statistics.median(c) for name, c in cpus.items()}),
+        "cpu_new_over_old": round(cpu_median["new"] / cpu_median["old"], 3),
         "pass_rate": sum(v == 1 for v in verdicts["new"]) / args.samples,
         "cpus": os.cpu_count(),
         "machine": platform.processor() or platform.machine(),

@@ -14,14 +14,15 @@ short-circuit (`and`, `or`, chained comparisons).
 
 import builtins
 import contextlib
-import json.encoder
 import marshal
 import os
 import types
 
+# json's own C encoder (json.encoder takes it from here), without json's import of re and enum
+from _json import encode_basestring_ascii as _escape
+
 _type, _id, _len, _repr, _str_join = type, id, len, repr, str.join
 _float_repr, _int_repr, _int_hex = float.__repr__, int.__repr__, hex
-_escape = json.encoder.encode_basestring_ascii  # the C encoder when _json is built, as in CPython
 _type_name = type.__dict__["__name__"].__get__  # bypasses a metaclass's own __name__
 _write = os.write
 _REAL_BUILTINS = dict(builtins.__dict__)
