@@ -7,12 +7,17 @@ component contributes. The best cell is the "up to" figure to set against 1.35x 
 1.23x / 38.7%. Asserts nothing.
 
     python benchmarks/bench_rlhfless_grid.py --seeds 3 --out benchmarks/results/rlhfless_grid.json
+
+`--only SCALE/ENGINE/MODEL/ALGORITHM/WORKLOAD ...` runs those cells alone and puts them into the
+file at `--out` in place of the same cells (a grid finished in parts; `parts` says which run
+measured which cells).
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -97,22 +102,52 @@ def best(cells: list[dict[str, Any]], scale: str, key: str) -> dict[str, Any]:
     }
 
 
+CELL = ("scale", "engine", "model", "algorithm", "workload")
+
+
+def merged(
+    out: Path, new: list[dict[str, Any]], part: dict[str, Any]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The cells at `out` with `new` in place of the same cells, and the parts that measured
+    them: the earlier file's (its note kept) and this one."""
+    earlier = json.loads(out.read_text())
+    fresh = {tuple(c[k] for k in CELL): c for c in new}
+    cells = [fresh.pop(tuple(c[k] for k in CELL), c) for c in earlier["cells"]]
+    first = {"command": earlier["command"], "cells": len(earlier["cells"])}
+    if "partial" in earlier:
+        first["note"] = earlier["partial"]
+    only = ["/".join(c[k] for k in CELL) for c in new]
+    return [*cells, *fresh.values()], [*earlier.get("parts", [first]), {**part, "only": only}]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/rlhfless_grid.json"))
+    parser.add_argument("--only", nargs="+", metavar="SCALE/ENGINE/MODEL/ALGORITHM/WORKLOAD")
     args = parser.parse_args()
     start = time.perf_counter()
     cells = []
-    grid = itertools.product(SCALES, ENGINES, MODELS, ALGORITHMS, WORKLOADS)
+    grid = list(itertools.product(SCALES, ENGINES, MODELS, ALGORITHMS, WORKLOADS))
+    if args.only:
+        unknown = set(args.only) - {"/".join(cell) for cell in grid}
+        if unknown:
+            parser.error(f"--only: no such cell {sorted(unknown)[0]!r}")
+        grid = [cell for cell in grid if "/".join(cell) in args.only]
     for scale, engine, model, algorithm, workload in grid:
         setup = cell_setup(model, algorithm, workload, scale, ENGINES[engine])
         result = run_cell(setup, model, ENGINES[engine], workload, args.seeds)
         cell = dict(scale=scale, engine=engine, model=model, algorithm=algorithm)
         cells.append({**cell, "workload": workload, **result})
         print(setup.name, engine, result["paper_components"], result["with_overlap"], flush=True)
+    command = f"python benchmarks/bench_rlhfless_grid.py --seeds {args.seeds}"
+    part = {"command": command, "cells": len(cells), "wall_s": round(time.perf_counter() - start)}
+    parts = [part]
+    if args.only:
+        cells, parts = merged(args.out, cells, part)
     payload = {
-        "command": f"python benchmarks/bench_rlhfless_grid.py --seeds {args.seeds}",
+        "command": command,
+        "parts": parts,
         "seeds": args.seeds,
         "workloads": {name: w.describe() for name, w in WORKLOADS.items()},
         "best": {
