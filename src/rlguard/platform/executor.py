@@ -34,12 +34,13 @@ from pathlib import Path
 from typing import Any
 
 import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from rlguard.platform import jobspec
 from rlguard.platform.apiforward import ApiForward
 from rlguard.platform.artifacts import StoreUnavailable
 from rlguard.platform.client import JobReporter
-from rlguard.platform.jobhome import JobHome, prepare
+from rlguard.platform.jobhome import JobHome, prepare, remove_job_files
 from rlguard.platform.joblimits import Cgroup, DiskWatch, set_rlimits
 from rlguard.platform.jobwatch import REPORT_RETRY_S, JobWatch
 from rlguard.platform.ray_head import NAMESPACE
@@ -52,6 +53,8 @@ log = logging.getLogger(__name__)
 PR_SET_PDEATHSIG = 1
 UPLOAD_TIMEOUT_S = 3600.0
 NAME_TIMEOUT_S = 60.0
+CLEAR_TIMEOUT_S = 30.0
+"""How long a deleted job's files have, on every node at once, to be removed."""
 RETRY_S = 1.0
 """After a call to a run's actor failed while Ray still holds the actor alive: ask again then."""
 
@@ -362,6 +365,16 @@ def signal_uid(uid: int, signum: int) -> None:
         )
 
 
+@dataclass(frozen=True)
+class NodeFiles:
+    """What one node answered when asked to remove a deleted job's files."""
+
+    node_id: str
+    address: str | None
+    removed: list[str] = field(default_factory=list)
+    error: str | None = None  # set: something of the job may be left on that node
+
+
 @dataclass
 class RunHandle:
     run_id: str
@@ -392,6 +405,9 @@ class RayExecutor:
         # (its first use imports pydantic.v1 lazily; racing another thread's imports, that
         # import can fail with KeyError)
         self._actor = ray.remote(JobProcess)
+        # No CPU: it runs on a node whose CPUs are all jobs'; one try (it is idempotent, and
+        # the caller reports a node that did not answer).
+        self._remove = ray.remote(num_cpus=0, max_retries=0)(remove_job_files)
 
     def capacity(self) -> int:
         """GPUs of the nodes Ray holds alive now (virtual ones on a CPU machine)."""
@@ -496,6 +512,45 @@ class RayExecutor:
             ) from None
         except (ray.exceptions.RayError, TimeoutError) as e:  # its actor is gone or stuck
             raise StoreUnavailable(type(e).__name__) from None
+
+    def clear_job(
+        self, job_id: str, default_root: str, ran_on: set[str], timeout_s: float = CLEAR_TIMEOUT_S
+    ) -> list[NodeFiles]:
+        """Remove a finished job's files on every node Ray holds alive (`remove_job_files`, a
+        task pinned to each node by its id), all at once; what each node answered. `ran_on`:
+        the nodes its runs recorded; one of them that is not alive is answered as such (its
+        files stay there). Every alive node is asked, not only those: the directory's path on a
+        node follows from the job's id alone, and a run whose start failed after its directory
+        was made recorded no node."""
+        nodes = {n["NodeID"]: n for n in ray.nodes()}
+        alive = [node for node, n in nodes.items() if n["Alive"]]
+        refs = {
+            node: self._remove.options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)
+            ).remote(job_id, default_root)
+            for node in alive
+        }
+        ray.wait(list(refs.values()), num_returns=len(refs), timeout=timeout_s)
+        answers = []
+        for node, ref in refs.items():
+            address = nodes[node].get("NodeManagerAddress")
+            try:
+                done = ray.get(ref, timeout=0)
+            except ray.exceptions.GetTimeoutError:
+                with contextlib.suppress(ray.exceptions.RayError, ValueError):
+                    ray.cancel(ref, force=True)
+                answers.append(NodeFiles(node, address, error=f"no answer in {timeout_s:.0f} s"))
+                continue
+            except ray.exceptions.RayError as e:
+                reason = str(getattr(e, "cause", None) or type(e).__name__).splitlines()[0]
+                answers.append(NodeFiles(node, address, error=reason))
+                continue
+            error = "; ".join(done["errors"]) or None
+            answers.append(NodeFiles(node, address, done["removed"], error))
+        for node in sorted(ran_on - set(alive)):
+            address = nodes.get(node, {}).get("NodeManagerAddress")
+            answers.append(NodeFiles(node, address, error="node not alive"))
+        return answers
 
     def stop(self, handle: RunHandle, grace_s: float) -> None:
         """Ask the run to stop (SIGTERM), SIGKILL after `grace_s`; returns at once."""

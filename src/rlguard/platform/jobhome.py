@@ -9,11 +9,18 @@ stored checkpoint back into it (restore.py), writes a train job's config with `o
 and hands it to the job's uid, all before the job's process starts. The server never reads a
 job directory: what it needs of one comes through the run's actor (a reported checkpoint's name,
 its upload) and the artifact store.
+
+Deleting a job reaches every node (`remove_job_files`, a Ray task pinned to each alive node):
+the job's directory there, written by the tenant's job and so hostile (planted symlinks), is
+removed without following a link, and so are the platform's own files of the job on that node.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +30,7 @@ from rlguard.platform import jobspec
 from rlguard.platform.restore import Restored, restore_latest
 
 ROOT_ENV = "RLGUARD_JOBS_ROOT"
+JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 
 
 @dataclass(frozen=True)
@@ -86,3 +94,54 @@ def hand_over(job_dir: Path, uid: int) -> None:
                 os.lchown(os.path.join(directory, name), uid, uid)
         os.chown(job_dir, uid, uid)
     job_dir.chmod(0o700)
+
+
+def job_paths(job_id: str, default_root: str) -> list[Path]:
+    """Every place this node may keep files of the job: its directory under the node's root and
+    under the server's default root (a node that set no root then), its runs' logs and its train
+    config at the data directory's paths beside that default root."""
+    if not JOB_ID.fullmatch(job_id):  # one plain path component, never `..` or a path
+        raise ValueError(f"not a job id: {job_id!r}")
+    roots = [Path(default_root)]
+    root = os.environ.get(ROOT_ENV)
+    if root and os.path.isabs(root) and Path(root) != roots[0]:
+        roots.insert(0, Path(root))
+    data = roots[-1].parent
+    platform = [data / "logs" / job_id, data / "configs" / f"{job_id}.yaml"]
+    return [*(r / job_id for r in roots), *platform]
+
+
+def remove_job_files(job_id: str, default_root: str) -> dict[str, Any]:
+    """Remove the job's files on this node (`job_paths`); what was removed, and any error.
+    Idempotent. Run as a Ray task on each node by `RayExecutor.clear_job`.
+
+    The job's directory holds what the tenant's job wrote, planted symlinks included: a link is
+    unlinked, never followed. `shutil.rmtree` walks by directory descriptors opened with
+    O_NOFOLLOW where the platform has them (`rmtree.avoids_symlink_attacks`, true on Linux), so
+    a link swapped in for a directory mid-walk is not followed either; where it is not, this
+    refuses rather than walk by path."""
+    if not shutil.rmtree.avoids_symlink_attacks:
+        raise RuntimeError("shutil.rmtree cannot avoid symlink attacks on this platform")
+    removed: list[str] = []
+    errors: list[str] = []
+
+    def failed(_function: Any, path: str, exc_info: Any) -> None:
+        errors.append(f"{path}: {exc_info[1]}")
+
+    for path in job_paths(job_id, default_root):
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            continue
+        if stat.S_ISDIR(mode):  # lstat's: a link to a directory is not one
+            shutil.rmtree(path, onerror=failed)
+        else:
+            try:
+                os.unlink(path)  # a file, or a link: the link itself, never its target
+            except FileNotFoundError:
+                continue
+            except OSError as e:
+                errors.append(f"{path}: {e}")
+        if not os.path.lexists(path):
+            removed.append(str(path))
+    return {"removed": removed, "errors": errors}
