@@ -40,6 +40,7 @@ from rlguard.platform.errors import (
 from rlguard.platform.ingest import EvalIngest
 from rlguard.platform.jobspec import input_error_field
 from rlguard.platform.keys import digest
+from rlguard.platform.runlogs import read_log
 from rlguard.platform.schemas import (
     CheckpointReport,
     DeliveryReport,
@@ -325,13 +326,14 @@ def create_app(platform: Platform, ingest: EvalIngest, deposits: Deposits) -> Fa
 
     @app.get("/v1/jobs/{job_id}/logs", response_class=PlainTextResponse)
     def logs(job_id: str, who: Reader, tail: Annotated[int, Query(ge=1, le=100_000)] = 200) -> str:
+        """The current attempt's log, its last `tail` lines of at most its last 4 MiB, read
+        wherever its node left it (runlogs.py: the run's actor, the server's disk, the store)."""
         with platform.store.transaction() as s:
-            _visible_job(s, job_id, who)
+            tenant_id = _visible_job(s, job_id, who).tenant_id
             attempts = s.scalar(select(func.count()).where(Run.job_id == job_id))
         if not attempts:
             return ""
-        path = platform.log_path(job_id, attempts)
-        lines = path.read_text(errors="replace").splitlines() if path.is_file() else []
+        lines = read_log(platform, tenant_id, job_id, attempts).splitlines()
         return "".join(line + "\n" for line in lines[-tail:])
 
     def _job_token(request: Request) -> str:

@@ -40,11 +40,12 @@ from rlguard.platform import jobspec
 from rlguard.platform.apiforward import ApiForward
 from rlguard.platform.artifacts import StoreUnavailable
 from rlguard.platform.client import JobReporter
-from rlguard.platform.jobhome import JobHome, prepare, remove_job_files
+from rlguard.platform.jobhome import JobHome, make_private_parents, prepare, remove_job_files
 from rlguard.platform.joblimits import Cgroup, DiskWatch, set_rlimits
 from rlguard.platform.jobwatch import REPORT_RETRY_S, JobWatch
 from rlguard.platform.ray_head import NAMESPACE
 from rlguard.platform.raystate import DEAD, actor_name, alive_nodes, pending, run_fate
+from rlguard.platform.runlogs import file_tail, keep_log
 from rlguard.platform.sandbox import API_SOCKET, JobSandbox, bwrap_argv, gpu_nodes
 from rlguard.platform.uploader import BadCheckpointPath, inside_job, upload_checkpoint
 
@@ -53,6 +54,7 @@ log = logging.getLogger(__name__)
 PR_SET_PDEATHSIG = 1
 UPLOAD_TIMEOUT_S = 3600.0
 NAME_TIMEOUT_S = 60.0
+LOG_TIMEOUT_S = 10.0
 CLEAR_TIMEOUT_S = 30.0
 """How long a deleted job's files have, on every node at once, to be removed."""
 RETRY_S = 1.0
@@ -113,9 +115,11 @@ class JobProcess:
         grace_s: float = 30.0,
     ) -> None:
         """Quick: the job starts in `started`, so Ray holds the actor created (not pending
-        placement) however long its directory takes to prepare."""
-        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-        self.argv, self.env, self.home, self.log_path = argv, env, home, log_path
+        placement) however long its directory takes to prepare. `log_path`: the server's path
+        for the run's log, kept where this node keeps the platform's files (`node_file`)."""
+        self.argv, self.env, self.home = argv, env, home
+        self.log_path = home.node_file(log_path)
+        make_private_parents(Path(self.log_path), home)
         self.sandbox, self.watch_spec, self.grace_s = sandbox, watch, grace_s
         self.job_dir = ""  # on this node, once prepared
         self._end = threading.Lock()
@@ -157,8 +161,15 @@ class JobProcess:
         if note is not None:
             self._say(f"rlguard: starts from {note}")
         env = {**self.env, "RLGUARD_OUTPUT_DIR": str(prepared.job_dir / jobspec.OUTPUT)}
+        config = self.home.config_path  # the server's path for a train job's config
+        if config is not None:  # where this node wrote it (`prepare`)
+            here = self.home.node_file(config)
+            self.argv = [here if arg == config else arg for arg in self.argv]
         if self.sandbox is not None:
-            self.sandbox = replace(self.sandbox, job_dir=self.job_dir)
+            read_only = tuple(
+                self.home.node_file(p) if p == config else p for p in self.sandbox.read_only
+            )
+            self.sandbox = replace(self.sandbox, job_dir=self.job_dir, read_only=read_only)
         # built first: a spec that no longer validates fails the start before the job runs
         if self.watch_spec is not None:
             self.job_watch = self._job_watch(self.watch_spec, env, self.job_dir, self.grace_s)
@@ -267,8 +278,9 @@ class JobProcess:
         return upload_checkpoint(store_uri, self.job_dir, reported, key, step)
 
     def wait(self) -> int:
-        """The exit code, once the job's process has exited and its watch has reported. Asked
-        again when an earlier answer was lost on the way: the watch finishes once."""
+        """The exit code, once the job's process has exited, its watch has reported and its
+        log is in the store (runlogs.py: the server kills this actor once it has the code).
+        Asked again when an earlier answer was lost on the way: all that happens once."""
         self.started()
         code = self.process.wait()
         with self._end:
@@ -277,7 +289,13 @@ class JobProcess:
                 if self.job_watch is not None:
                     self.job_watch.finish()
                 self._clean()
+                if self.home.store_uri is not None and self.home.log_key is not None:
+                    keep_log(self.home.store_uri, self.home.log_key, self.log_path)
         return code
+
+    def log_tail(self, max_bytes: int) -> bytes:
+        """The last `max_bytes` of the run's log on this node, from a whole line."""
+        return file_tail(self.log_path, max_bytes) or b""
 
     def terminate(self, grace_s: float) -> int:
         """SIGTERM the job, SIGKILL it after `grace_s`; the exit code."""
@@ -488,6 +506,14 @@ class RayExecutor:
                 setattr(handle, call, None)
                 handle.retry_at[method] = now + RETRY_S
         return out
+
+    def log_tail(self, handle: RunHandle, max_bytes: int) -> bytes | None:
+        """The run's log tail from its actor (None: the actor did not answer in LOG_TIMEOUT_S)."""
+        try:
+            return ray.get(handle.actor.log_tail.remote(max_bytes), timeout=LOG_TIMEOUT_S)
+        except (ray.exceptions.RayError, TimeoutError) as e:
+            log.warning("run %s: its log tail: %s", handle.run_id, type(e).__name__)
+            return None
 
     def checkpoint_name(self, handle: RunHandle, reported: str) -> str:
         """A reported checkpoint's path relative to the job's directory, from the run's actor
