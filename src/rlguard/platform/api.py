@@ -51,7 +51,7 @@ from rlguard.platform.schemas import (
 )
 from rlguard.platform.service import Conflict, NotFound, Platform, Unauthorized
 from rlguard.platform.step_reports import StepReports
-from rlguard.platform.uploader import BadCheckpointPath
+from rlguard.platform.uploader import BadCheckpointPath, CheckpointOverLimit
 from rlguard.platform.usage import cluster_view, occupancy_view, usage_view
 from rlguard.platform.views import checkpoint_view, decision_view, event_view, job_view, page
 from rlguard.platform.watch_reports import WatchReports
@@ -346,6 +346,9 @@ def create_app(platform: Platform, ingest: EvalIngest, deposits: Deposits) -> Fa
         except BadCheckpointPath as e:
             message = str(e).replace("path:", f"{field}:", 1)
             raise ApiError(422, message, "invalid_value", field) from None
+        except CheckpointOverLimit as e:  # the operator's limit, named with the value
+            message = str(e).replace("path:", f"{field}:", 1)
+            raise ApiError(413, message, "checkpoint_over_limit", field) from None
         except StoreUnavailable as e:
             raise store_unavailable(e) from None
 

@@ -47,7 +47,13 @@ from rlguard.platform.ray_head import NAMESPACE
 from rlguard.platform.raystate import DEAD, actor_name, alive_nodes, pending, run_fate
 from rlguard.platform.runlogs import file_tail, keep_log
 from rlguard.platform.sandbox import API_SOCKET, JobSandbox, bwrap_argv, gpu_nodes
-from rlguard.platform.uploader import BadCheckpointPath, inside_job, upload_checkpoint
+from rlguard.platform.uploader import (
+    Allowance,
+    BadCheckpointPath,
+    CheckpointOverLimit,
+    inside_job,
+    upload_checkpoint,
+)
 
 log = logging.getLogger(__name__)
 
@@ -271,11 +277,19 @@ class JobProcess:
         self.started()
         return "/".join(inside_job(self.job_dir, reported))
 
-    def upload_checkpoint(self, store_uri: str, reported: str, key: str, step: int) -> dict:
+    def upload_checkpoint(
+        self,
+        store_uri: str,
+        reported: str,
+        key: str,
+        step: int,
+        allowance: Allowance | None = None,
+    ) -> dict:
         """On the job's node, outside its sandbox: the checkpoint it reported into the store
-        (uploader.py), so the job itself never holds the store's credentials."""
+        (uploader.py), so the job itself never holds the store's credentials; within
+        `allowance` (the operator's limits, less what the job has had uploaded)."""
         self.started()
-        return upload_checkpoint(store_uri, self.job_dir, reported, key, step)
+        return upload_checkpoint(store_uri, self.job_dir, reported, key, step, allowance)
 
     def wait(self) -> int:
         """The exit code, once the job's process has exited, its watch has reported and its
@@ -520,18 +534,27 @@ class RayExecutor:
         (only its node knows where that directory is). Raises as `upload`."""
         return self._ask_actor(handle.actor.checkpoint_name.remote(reported), NAME_TIMEOUT_S)
 
-    def upload(self, handle: RunHandle, store_uri: str, reported: str, key: str, step: int) -> None:
-        """Have the run's actor upload a checkpoint and seal it; returns once it is complete.
-        BadCheckpointPath for a path outside the job; StoreUnavailable for anything else."""
-        ref = handle.actor.upload_checkpoint.remote(store_uri, reported, key, step)
-        self._ask_actor(ref, UPLOAD_TIMEOUT_S)
+    def upload(
+        self,
+        handle: RunHandle,
+        store_uri: str,
+        reported: str,
+        key: str,
+        step: int,
+        allowance: Allowance | None = None,
+    ) -> dict[str, Any]:
+        """Have the run's actor upload a checkpoint and seal it; its manifest, once it is
+        complete. BadCheckpointPath for a path outside the job, CheckpointOverLimit for one over
+        `allowance`; StoreUnavailable for anything else."""
+        ref = handle.actor.upload_checkpoint.remote(store_uri, reported, key, step, allowance)
+        return self._ask_actor(ref, UPLOAD_TIMEOUT_S)
 
     @staticmethod
     def _ask_actor(ref: Any, timeout_s: float) -> Any:
         try:
             return ray.get(ref, timeout=timeout_s)
         except ray.exceptions.RayTaskError as e:
-            if isinstance(e.cause, BadCheckpointPath):
+            if isinstance(e.cause, (BadCheckpointPath, CheckpointOverLimit)):
                 raise e.cause from None
             raise StoreUnavailable(
                 (str(e.cause) or type(e.cause).__name__).splitlines()[0]
