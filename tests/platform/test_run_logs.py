@@ -53,12 +53,15 @@ def test_a_runs_log_stays_on_its_node_and_its_tail_goes_to_the_store(tmp_path, m
 
     # The server, which shares no disk with the node: the actor while it lives, then the store.
     platform = SimpleNamespace(
-        active={"job-1": SimpleNamespace(attempt=1, handle="run-1")},
+        active={"job-1": SimpleNamespace(attempt=1, handle=SimpleNamespace(running=True))},
         executor=SimpleNamespace(log_tail=lambda handle, n: run.log_tail(n)),
         log_path=lambda job, attempt: data / "logs" / job / f"attempt-{attempt}.log",
         artifacts=store,
     )
     assert read_log(platform, "ten", "job-1", 1).splitlines()[-1] == lines[-1]
+    with open(on_node, "a") as more:  # what only the actor has: it answered, not the store
+        more.write("written after the end\n")
+    assert read_log(platform, "ten", "job-1", 1).endswith("written after the end\n")
     platform.active = {}  # the run ended: its actor is gone
     assert read_log(platform, "ten", "job-1", 1) == kept.decode()
     assert read_log(platform, "ten", "job-1", 2) == ""  # an attempt nothing holds

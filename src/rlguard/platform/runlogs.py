@@ -2,7 +2,8 @@
 
 The run's Ray actor writes the log on its node (jobhome.py: under the node's root, or at the data
 directory's path on a node without one), which the server's disk need not share. So:
-- while the run's actor lives, the server asks it for the log's tail (`JobProcess.log_tail`);
+- while the run's actor lives (once it has started the job: an actor Ray has yet to place
+  cannot answer), the server asks it for the log's tail (`JobProcess.log_tail`);
 - when the job's process has exited, before the actor answers `wait` (and so before the server
   kills it), the actor puts the log's tail into the artifact store beside the job's checkpoints
   (`TENANT/JOB/logs/attempt-N.log`), where it stays until the job is deleted;
@@ -79,7 +80,7 @@ def read_log(
     store (empty if none has it: a run lost with its node, say)."""
     active = platform.active.get(job_id) if ask_actor else None
     handle = active.handle if active is not None and active.attempt == attempt else None
-    if handle is not None:
+    if handle is not None and getattr(handle, "running", False):  # not while Ray places it
         live = platform.executor.log_tail(handle, LOG_MAX_BYTES)
         if live is not None:
             return live.decode(errors="replace")
