@@ -146,7 +146,9 @@ def test_a_tenant_downloads_its_best_checkpoint_and_no_one_else_can(platform_wit
     store = ArtifactStore(uri)
     prefix = store.job_key(tenant_id, job["id"])
     assert store.keys("") == [k for k in store.keys("") if k.startswith(prefix)]
-    assert len(store.keys(prefix)) == 2 * 4 + 2  # 2 of 3 files and a manifest, 1 of 1
+    keys = store.keys(prefix)
+    assert len([k for k in keys if "/checkpoints/" in k]) == 2 * 4 + 2  # 2 x 3 files + manifest, 1
+    assert [k for k in keys if "/checkpoints/" not in k] == [f"{prefix}/logs/attempt-1.log"]
     assert client.delete(job["id"])["deleted"]
     assert store.keys(prefix) == []
     assert _answer(server, key, "GET", f"/v1/jobs/{job['id']}")[0] == 404
