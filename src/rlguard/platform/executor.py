@@ -579,7 +579,8 @@ class RayExecutor:
             ).remote(job_id, default_root)
             for node in alive
         }
-        ray.wait(list(refs.values()), num_returns=len(refs), timeout=timeout_s)
+        if refs:
+            ray.wait(list(refs.values()), num_returns=len(refs), timeout=timeout_s)
         answers = []
         for node, ref in refs.items():
             address = nodes[node].get("NodeManagerAddress")
