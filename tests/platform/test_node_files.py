@@ -81,3 +81,19 @@ def test_only_a_job_id_names_what_is_removed(tmp_path, job_id):
     with pytest.raises(ValueError, match="not a job id"):
         remove_job_files(job_id, str(tmp_path / "data" / "jobs"))
     assert (tmp_path / "data" / "jobs").is_dir()
+
+
+def test_ray_unreachable_leaves_every_node_named_not_an_error(monkeypatch):
+    """A delete while Ray's control plane is down: each node the job ran on is answered as
+    holding its files still, with why, so the API answers rather than failing."""
+    from rlguard.platform import executor
+
+    def down():
+        raise ConnectionError("GCS at 127.0.0.1:6379 refused the connection\nmore")
+
+    monkeypatch.setattr(executor.ray, "nodes", down)
+    left = executor.RayExecutor.clear_job(None, "job", "/data/jobs", {"b", "a"})  # type: ignore[arg-type]
+    assert [(n.node_id, n.error) for n in left] == [
+        ("a", "Ray unreachable: GCS at 127.0.0.1:6379 refused the connection"),
+        ("b", "Ray unreachable: GCS at 127.0.0.1:6379 refused the connection"),
+    ]

@@ -571,7 +571,11 @@ class RayExecutor:
         files stay there). Every alive node is asked, not only those: the directory's path on a
         node follows from the job's id alone, and a run whose start failed after its directory
         was made recorded no node."""
-        nodes = {n["NodeID"]: n for n in ray.nodes()}
+        try:
+            nodes = {n["NodeID"]: n for n in ray.nodes()}
+        except Exception as e:  # whatever Ray raised, it could not say which nodes live
+            reason = f"Ray unreachable: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+            return [NodeFiles(node, None, error=reason) for node in sorted(ran_on)]
         alive = [node for node, n in nodes.items() if n["Alive"]]
         refs = {
             node: self._remove.options(
