@@ -1,13 +1,14 @@
 """A command job for the storage tests: a trainer that saves a checkpoint directory at each eval.
 
-Usage: python checkpoint_job.py SCORES_CSV SECONDS_PER_EVAL BYTES_PER_CHECKPOINT. Each eval
+Usage: python checkpoint_job.py SCORES_CSV SECONDS_PER_EVAL BYTES_PER_CHECKPOINT [over]. Each eval
 writes output/checkpoint-N/ (random weights, a config, a nested file), records the sha256 of
 what it wrote in output/written-N.json, and reports the eval with that directory; at the end
 it reports output/final/ as a checkpoint of its own (step len(SCORES) + 1). Before the
 first eval it tries to get checkpoints outside its directory recorded (by `..`, by a planted
 symlink, by an absolute path) and writes the answers to output/refused.json, and it writes the
 names of its environment variables to output/env.json (the store's credentials must not be
-there).
+there). With `over`, it then reports two checkpoints over the limits the storage test's server
+sets (6 files; 2 MiB) and writes the answers to output/over.json.
 """
 
 import hashlib
@@ -34,6 +35,21 @@ for path in ("../..", "planted", "/etc/hostname", str(out / "planted" / "hostnam
     except PlatformError as e:
         refused[path] = f"{e.status} {e.param}: {e}"
 (out / "refused.json").write_text(json.dumps(refused))
+
+if sys.argv[4:] == ["over"]:  # a "checkpoint" of more files, then more bytes, than allowed
+    for i in range(6):
+        (out / "many" / f"shard-{i}").parent.mkdir(exist_ok=True)
+        (out / "many" / f"shard-{i}").write_bytes(b"x")
+    (out / "big").mkdir()
+    (out / "big" / "model.bin").write_bytes(os.urandom(2 << 20))
+    over = {}
+    for path in ("output/many", "output/big"):
+        try:
+            reporter.checkpoint(0, path)
+            over[path] = "recorded"
+        except PlatformError as e:
+            over[path] = f"{e.status} {e.code} {e.param}: {e}"
+    (out / "over.json").write_text(json.dumps(over))
 
 for step, score in enumerate(scores, start=1):
     time.sleep(pause)

@@ -42,6 +42,12 @@ class RecordingExecutor:
     def gone(self, run_id: str) -> bool:
         return run_id in self.dead
 
+    def log_tail(self, handle, max_bytes) -> bytes | None:  # type: ignore[no-untyped-def]
+        return None  # no actor to ask: the server reads its disk, then the store
+
+    def clear_job(self, job_id, default_root, ran_on) -> list:  # type: ignore[no-untyped-def]
+        return []  # no nodes: the server removes what its own disk holds
+
 
 @contextmanager
 def in_process_platform(data_dir: Path) -> Iterator[Platform]:

@@ -1,6 +1,8 @@
 """The artifact store and the job-side uploader, against a local directory and a real S3-protocol
 server (moto, started by the tests): complete or absent, hash-equal, never led out of the job's
-directory, and refused at start when the URI is wrong or the store unreachable."""
+directory, held to the operator's upload limits before a byte is sent (and cut off, its key
+removed, if it grows past them while sent), and refused at start when the URI is wrong or the
+store unreachable."""
 
 from __future__ import annotations
 
@@ -15,8 +17,16 @@ from pathlib import Path
 import pytest
 
 from rlguard.errors import InputError
+from rlguard.platform import uploader
 from rlguard.platform.artifacts import ArtifactStore
-from rlguard.platform.uploader import BadCheckpointPath, upload_checkpoint
+from rlguard.platform.uploader import (
+    Allowance,
+    BadCheckpointPath,
+    CheckpointOverLimit,
+    MiB,
+    UploadLimits,
+    upload_checkpoint,
+)
 
 
 @pytest.fixture(params=["local", "s3"])
@@ -96,6 +106,71 @@ def test_the_uploader_is_never_led_out_of_the_job_directory(store_uri, tmp_path)
         store_uri, str(job_dir), "ckpt", store.new_checkpoint_key("t", "j", 2), 2
     )
     assert [f["name"] for f in manifest["files"]] == ["weights"]  # the links are not followed
+
+
+LIMITS = UploadLimits(checkpoint_files=5, checkpoint_mb=1, job_files=8, job_mb=2)
+
+
+def _checkpoint(job_dir: Path, name: str, files: dict[str, int]) -> str:
+    for file, size in files.items():
+        path = job_dir / name / file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(os.urandom(size))
+    return name
+
+
+@pytest.mark.parametrize(
+    "files, used, option, value",
+    [
+        ({f"f{i}": 10 for i in range(6)}, (0, 0), "--checkpoint-max-files", 6),
+        ({"big": MiB + 1}, (0, 0), "--checkpoint-max-mb", MiB + 1),
+        ({"nested/a": MiB // 2, "b": MiB // 2 + 1}, (0, 0), "--checkpoint-max-mb", MiB + 1),
+        ({"a": 1, "b": 1}, (7, 0), "--job-max-upload-files", 9),
+        ({"a": MiB // 2}, (0, 2 * MiB - 10), "--job-max-upload-mb", 2 * MiB - 10 + MiB // 2),
+    ],
+)
+def test_a_checkpoint_over_a_limit_is_refused_before_a_byte_is_sent(
+    store_uri, tmp_path, files, used, option, value
+):
+    job_dir = tmp_path / "job"
+    reported = _checkpoint(job_dir, "ckpt", files)
+    store = ArtifactStore(store_uri)
+    key = store.new_checkpoint_key("t", "j", 1)
+    with pytest.raises(CheckpointOverLimit) as refused:
+        upload_checkpoint(store_uri, str(job_dir), reported, key, 1, Allowance(LIMITS, *used))
+    assert (refused.value.option, refused.value.value) == (option, value)
+    limit = {"--checkpoint-max-files": 5, "--checkpoint-max-mb": 1, "--job-max-upload-files": 8}
+    assert f"{value} {refused.value.unit}, over the limit of" in str(refused.value)
+    assert f"({option} {limit.get(option, 2)})" in str(refused.value)
+    assert store.keys("t") == []  # refused before the first file: nothing was sent
+
+
+def test_links_are_not_counted_and_a_checkpoint_within_the_limits_is_stored(store_uri, tmp_path):
+    job_dir, outside = tmp_path / "job", tmp_path / "outside"
+    _checkpoint(outside, "huge", {f"f{i}": 10 for i in range(20)})
+    reported = _checkpoint(job_dir, "ckpt", {"model.bin": MiB - 100, "config.json": 100})
+    (job_dir / "ckpt" / "planted").symlink_to(outside / "huge")  # 20 files it must not count
+    (job_dir / "ckpt" / "planted-file").symlink_to(outside / "huge" / "f1")
+    key = ArtifactStore(store_uri).new_checkpoint_key("t", "j", 1)
+    manifest = upload_checkpoint(store_uri, str(job_dir), reported, key, 1, Allowance(LIMITS))
+    assert sorted(f["name"] for f in manifest["files"]) == ["config.json", "model.bin"]
+    assert manifest["bytes"] == MiB
+
+
+def test_a_checkpoint_that_grows_past_a_limit_while_sent_is_cut_off(
+    store_uri, tmp_path, monkeypatch
+):
+    """The job writes on after the check (here: the check sees nothing): the upload stops at
+    the limit and removes what it sent; no manifest, nothing under the key."""
+    job_dir = tmp_path / "job"
+    reported = _checkpoint(job_dir, "ckpt", {"a": MiB // 2, "b": MiB // 2, "c": MiB // 2})
+    monkeypatch.setattr(uploader, "measure", lambda *args: (0, 0))
+    store = ArtifactStore(store_uri)
+    key = store.new_checkpoint_key("t", "j", 1)
+    with pytest.raises(CheckpointOverLimit, match="grew to more than") as refused:
+        upload_checkpoint(store_uri, str(job_dir), reported, key, 1, Allowance(LIMITS))
+    assert refused.value.option == "--checkpoint-max-mb"
+    assert store.keys(key) == [] and store.manifest(key) is None
 
 
 KILLED_UPLOAD = """

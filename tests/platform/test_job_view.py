@@ -150,3 +150,23 @@ def test_a_read_only_root_holding_a_nodes_jobs_root_is_hidden_too(tmp_path):
     assert str(node_root) in _binds(argv, "--tmpfs")
     assert argv.index(str(node_root)) > argv.index(str(tmp_path / "scratch"))
     assert argv.index("--bind") > argv.index(str(node_root))
+
+
+def test_a_train_config_under_a_nodes_root_is_bound_read_only_over_its_tmpfs(tmp_path):
+    """On a node with a root of its own, the job's train config is under `ROOT/.rlguard/`
+    (jobhome.node_file): bound read-only after the tmpfs that hides the root, never as a
+    read-only root of its own that the tmpfs would cover."""
+    node_root = tmp_path / "scratch" / "jobs"
+    (node_root / "job-1").mkdir(parents=True)
+    config = node_root / ".rlguard" / "configs" / "job-1.yaml"
+    config.parent.mkdir(parents=True)
+    config.write_text("steps: 1\n")
+    sandbox = replace(
+        _sandbox(tmp_path, [str(tmp_path / "scratch"), str(config)]),
+        job_dir=str(node_root / "job-1"),
+    )
+    argv = bwrap_argv(sandbox, ["true"], sandbox.job_dir, "/tmp/sock", [])
+    assert _binds(argv, "--ro-bind").count(str(config)) == 1
+    assert argv.index(str(config)) > argv.index(str(node_root))  # over the tmpfs, not under
+    dirs = _binds(argv, "--dir")
+    assert str(config.parent) in dirs and str(node_root / ".rlguard") in dirs

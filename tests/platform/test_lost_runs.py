@@ -6,7 +6,10 @@ running, never restarted. SIGKILLing the node under a train job loses its run on
 node dead; the job waits in the queue, not "running", while the live node's GPU is another
 job's, then its new attempt restores its newest stored checkpoint into a fresh directory on
 that node and ends with exactly the weights of an uninterrupted run. Each eval is stored once,
-and a job's runs never overlap."""
+and a job's runs never overlap. The resumed run's log, kept on its node only, is read through
+the API from its actor while it runs and from the store once it has ended (another tenant is
+answered as for a missing job); deleting both jobs removes their files from the live node and
+names the dead node, where the first attempt's directory is left."""
 
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ from ray_cluster import descendants, parent, running_cluster
 from safetensors.torch import load_file
 from sqlalchemy import text
 
+from rlguard.platform.artifacts import ArtifactStore
 from rlguard.platform.download import download_checkpoint
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -87,7 +91,7 @@ def _server(live_server, cluster, *args: str):
     _, key = server.tenant("acme", quota_gpus=2)
     client = server.client(key)
     wait_for(lambda: client.cluster()["gpus"] == len(cluster.nodes) - 1, 300, "workers uncounted")
-    return server, client
+    return server, client, key
 
 
 def _runs(server, job_id):
@@ -159,6 +163,17 @@ def _cut(server_pid: int, actor_pid: int) -> int:
     return len(cut)
 
 
+def _answer(server, key: str, path: str) -> tuple[int, str]:
+    response = httpx.get(server.url + path, headers={"Authorization": f"Bearer {key}"})
+    return response.status_code, response.text
+
+
+def _logs(server, key: str, job_id: str, tail: int = 200) -> str:
+    status, text = _answer(server, key, f"/v1/jobs/{job_id}/logs?tail={tail}")
+    assert status == 200, text
+    return text
+
+
 def _check_once(client, job_id, steps: list[int]) -> dict:
     job = client.job(job_id)
     assert job["status"] == "succeeded", job
@@ -178,7 +193,7 @@ def test_a_cut_connection_to_a_healthy_run_does_not_lose_it(cluster, live_server
     if os.geteuid() != 0 and not os.environ.get("CI"):  # CI runs as root: there it fails
         pytest.skip("ss -K needs root")
     curve = [0.3 + 0.005 * i for i in range(40)]
-    server, client = _server(live_server, cluster)
+    server, client, _ = _server(live_server, cluster)
     job_id = client.submit({"command": curve_command(curve, 0.25)})["id"]
     run = _running_run(server, client, job_id)
     assert _cut(server.process.pid, _actor_pid(run)) >= 1
@@ -205,7 +220,8 @@ def test_a_killed_nodes_train_job_resumes_from_the_store_on_the_other_node(
 ):
     root, policy, mount = toy()
     store = tmp_path / "store"  # what the nodes share, apart from both their roots
-    server, client = _server(live_server, cluster, "--mount", mount, "--storage", str(store))
+    server, client, key = _server(live_server, cluster, "--mount", mount, "--storage", str(store))
+    artifacts = ArtifactStore(str(store))
     body = {
         "config": toy_train_config(root, policy, "run", **SETTINGS),
         "stop_policy": {"rule": "none"},
@@ -229,6 +245,12 @@ def test_a_killed_nodes_train_job_resumes_from_the_store_on_the_other_node(
     # Running again on the live node: the lost run's token is refused, as it was once revoked.
     wait_for(lambda: client.job(a)["status"] == "running", 300, "the lost job never ran again")
     resumed_after = time.monotonic() - killed
+    # Its log, on that node only, through the API from the run's actor (not yet in the store).
+    began = time.perf_counter()
+    live_log = _logs(server, key, a)
+    live_log_s = time.perf_counter() - began
+    assert "rlguard: starts from output/checkpoints/step-" in live_log, live_log
+    assert not [k for k in artifacts.keys("") if "/logs/" in k and a in k]
     stale = httpx.post(
         f"{server.url}/v1/jobs/{a}/evals",
         json={"step": 1000, "score": 0.0, "progress": 0.5},
@@ -251,17 +273,25 @@ def test_a_killed_nodes_train_job_resumes_from_the_store_on_the_other_node(
     reason = [s for s in _states(client, a) if s["status"] == "running"][1]["reason"]
     assert "restored from the store" in reason, reason
     restored = int(reason.split("(step ")[1].split(",")[0])
-    log = (server.data_dir / "logs" / a / "attempt-2.log").read_text()
+    began = time.perf_counter()
+    log = _logs(server, key, a, tail=100_000)  # from the store: the run and its actor are gone
+    stored_log_s = time.perf_counter() - began
     summary = json.loads(next(line for line in log.splitlines() if '"resumed_from"' in line))
     assert summary["resumed_from"] == restored >= SETTINGS["save_every"]
     assert f"rlguard: starts from output/checkpoints/step-{restored:06d}" in log
     assert (cluster.jobs_roots[other] / a / FINAL).is_dir()  # it ran there
     assert (cluster.jobs_roots[node] / a / "output").is_dir()  # the first attempt's, left there
-    assert not (server.data_dir / "jobs").exists()
+    assert not (server.data_dir / "jobs").exists() and not (server.data_dir / "logs").exists()
+    assert (cluster.jobs_roots[other] / ".rlguard" / "logs" / a / "attempt-2.log").is_file()
+    _, other_key = server.tenant("other", quota_gpus=1)  # another tenant: as for a missing job
+    missing = "job-0123456789abcdef01234567"
+    theirs, absent = (_answer(server, other_key, f"/v1/jobs/{j}/logs") for j in (a, missing))
+    assert theirs[0] == absent[0] == 404 and theirs[1] == absent[1].replace(missing, a)
     print(
         f"\nnode SIGKILLed -> run lost and job requeued: {lost_after:.1f} s; -> running again"
         f" on the other node once b ended: {resumed_after:.1f} s; b ended -> a running:"
-        f" {runs[1].running_at - b_run.ended_at:.1f} s; {reason}"
+        f" {runs[1].running_at - b_run.ended_at:.1f} s; {reason}; its log through the API from"
+        f" its actor {live_log_s:.3f} s, from the store {stored_log_s:.3f} s"
     )
 
     # Exactly the uninterrupted run's weights, read back from the store.
@@ -269,3 +299,16 @@ def test_a_killed_nodes_train_job_resumes_from_the_store_on_the_other_node(
     assert interrupted.keys() == straight.keys()
     for name, tensor in straight.items():
         torch.testing.assert_close(interrupted[name], tensor, rtol=0, atol=0)
+
+    # Deleted: every alive node removes its files of the job; the dead node's are named, left.
+    (live_node,) = {r.node_id for r in (runs[1], b_run)}
+    for job_id, left in ((a, [{"node_id": runs[0].node_id, "reason": "node not alive"}]), (b, [])):
+        began = time.perf_counter()
+        deleted = client.delete(job_id)
+        print(f"DELETE {job_id}: {time.perf_counter() - began:.2f} s, left {left}")
+        assert deleted["left_on_nodes"] == left
+        assert not (cluster.jobs_roots[other] / job_id).exists()
+        assert not list((cluster.jobs_roots[other] / ".rlguard").rglob(f"{job_id}*"))
+    assert (cluster.jobs_roots[node] / a / "output").is_dir()  # on the dead node, as said
+    assert artifacts.keys("") == []
+    assert live_node != runs[0].node_id

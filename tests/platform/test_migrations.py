@@ -1,6 +1,6 @@
 """The store's migrations on SQLite and PostgreSQL: 0002 turns a decision's listed evidence into
 the range of eval seqs it spans, and back; 0006 adds a job's quote and measured record; 0007 lets
-a step hold one checkpoint per name."""
+a step hold one checkpoint per name; 0008 counts what a job has had uploaded."""
 
 from __future__ import annotations
 
@@ -113,4 +113,24 @@ def test_a_step_holds_one_checkpoint_per_name_and_back(store_url, tmp_path):
         assert c.execute(text("SELECT id FROM checkpoints")).scalars().all() == ["ckpt-a"]
     with pytest.raises(IntegrityError), engine.begin() as c:
         _checkpoint(c, "ckpt-d", 6, "output/other", now + 3)
+    engine.dispose()
+
+
+def test_a_jobs_upload_counts_start_at_zero_and_go(store_url, tmp_path):
+    """0008: what a job has had uploaded (the per-job upload limits): 0 for jobs recorded
+    before it, and large counts fit (a TiB of bytes); dropped on downgrade."""
+    engine = open_engine(store_url or f"sqlite:///{tmp_path / 'platform.db'}")
+    migrate(engine, "0007")
+    with engine.begin() as c:
+        _tenant_and_job(c, time.time(), "succeeded", 0)
+    migrate(engine)
+    with engine.begin() as c:
+        assert c.execute(text("SELECT uploaded_files, uploaded_bytes FROM jobs")).one() == (0, 0)
+        c.execute(text("UPDATE jobs SET uploaded_bytes = :b"), {"b": 5 << 40})
+        assert c.execute(text("SELECT uploaded_bytes FROM jobs")).scalar_one() == 5 << 40
+    with engine.begin() as connection:
+        command.downgrade(alembic_config(connection), "0007")
+    with engine.connect() as c:
+        columns = c.execute(text("SELECT * FROM jobs")).keys()
+    assert "uploaded_files" not in columns and "uploaded_bytes" not in columns
     engine.dispose()

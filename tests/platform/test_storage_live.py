@@ -4,8 +4,10 @@ jobs sandboxed where the host can): against a local directory and moto's S3 serv
 A tenant downloads its best checkpoint with the CLI and its files hash equal to what the trainer
 wrote; another tenant is answered as for a missing job; retention keeps the best and the last 2;
 a job cannot get a path outside its directory recorded and never sees the store's credentials;
-deleting a job empties its prefix. With the store taken down mid-run, reports wait and are
-retried, and nothing is recorded that the store does not hold whole.
+a checkpoint over the operator's limits is answered 413 naming the limit and the value, a warning
+on the job, and nothing of it is stored or recorded; deleting a job empties its prefix. With the
+store taken down mid-run, reports wait and are retried, and nothing is recorded that the store
+does not hold whole.
 """
 
 from __future__ import annotations
@@ -28,8 +30,15 @@ JOB = Path(__file__).with_name("checkpoint_job.py")
 SCORES = [0.3, 0.7, 0.5, 0.4, 0.45]  # best at step 2; then output/final/ as step 6
 
 
-def job_command(scores: list[float], pause_s: float, size: int = 200_000) -> str:
-    return f"{sys.executable} {JOB} {','.join(map(str, scores))} {pause_s} {size}"
+def job_command(
+    scores: list[float], pause_s: float, size: int = 200_000, over: bool = False
+) -> str:
+    over_limits = " over" if over else ""
+    return f"{sys.executable} {JOB} {','.join(map(str, scores))} {pause_s} {size}{over_limits}"
+
+
+LIMITS = ("--checkpoint-max-files", "5", "--checkpoint-max-mb", "1")
+"""Its checkpoints hold 3 files of ~200 kB each; its attacks, 6 files and 2 MiB."""
 
 
 @pytest.fixture(params=["local", "s3"])
@@ -37,12 +46,12 @@ def platform_with_store(request, live_server, tmp_path):
     """A started platform and the URI of its store (S3: the server inherits the credentials)."""
     if request.param == "local":
         uri = str(tmp_path / "store")
-        yield live_server("--storage", uri, "--stop-rule", "none"), uri
+        yield live_server("--storage", uri, "--stop-rule", "none", *LIMITS), uri
         return
     s3 = request.getfixturevalue("s3_server")
     uri = f"{s3.uri}/{tmp_path.name}"
     with s3.environment():
-        yield live_server("--storage", uri, "--stop-rule", "none"), uri
+        yield live_server("--storage", uri, "--stop-rule", "none", *LIMITS), uri
 
 
 def _owner(server, name: str = "acme"):  # type: ignore[no-untyped-def]
@@ -59,7 +68,7 @@ def test_a_tenant_downloads_its_best_checkpoint_and_no_one_else_can(platform_wit
     server, uri = platform_with_store
     tenant_id, key, client = _owner(server)
     _, other_key, _ = _owner(server, "other")
-    job = client.submit({"command": job_command(SCORES, 0.3), "gpus": 1})
+    job = client.submit({"command": job_command(SCORES, 0.3, over=True), "gpus": 1})
     status, refused = _answer(server, key, "DELETE", f"/v1/jobs/{job['id']}")
     assert status == 409 and refused["error"]["param"] == "job_id"
     assert client.wait(job["id"], timeout_s=180)["status"] == "succeeded"
@@ -68,6 +77,19 @@ def test_a_tenant_downloads_its_best_checkpoint_and_no_one_else_can(platform_wit
     refusals = json.loads((output / "refused.json").read_text())
     assert all(answer.startswith("422 path: path:") for answer in refusals.values()), refusals
     assert not [v for v in json.loads((output / "env.json").read_text()) if v.startswith("AWS")]
+    # Over the operator's limits: 413 naming the limit and the value, a warning on the job, and
+    # nothing recorded (the steps below) or stored (the store's keys below).
+    assert json.loads((output / "over.json").read_text()) == {
+        "output/many": "413 checkpoint_over_limit path: path: 'output/many' holds 6 files, over"
+        " the limit of 5 files per checkpoint (--checkpoint-max-files 5)",
+        "output/big": "413 checkpoint_over_limit path: path: 'output/big' holds 2097152 bytes,"
+        " over the limit of 1048576 bytes per checkpoint (--checkpoint-max-mb 1)",
+    }
+    warned = [e["data"] for e in client.all_events(job["id"]) if e["level"] == "warning"]
+    assert [(w["code"], w["data"]["limit"], w["data"]["path"]) for w in warned] == [
+        ("checkpoint_over_limit", "--checkpoint-max-files", "output/many"),
+        ("checkpoint_over_limit", "--checkpoint-max-mb", "output/big"),
+    ]
 
     checkpoints = client.checkpoints(job["id"])["data"]
     assert [c["step"] for c in checkpoints] == [1, 2, 3, 4, 5, 6]
@@ -124,7 +146,9 @@ def test_a_tenant_downloads_its_best_checkpoint_and_no_one_else_can(platform_wit
     store = ArtifactStore(uri)
     prefix = store.job_key(tenant_id, job["id"])
     assert store.keys("") == [k for k in store.keys("") if k.startswith(prefix)]
-    assert len(store.keys(prefix)) == 2 * 4 + 2  # 2 of 3 files and a manifest, 1 of 1
+    keys = store.keys(prefix)
+    assert len([k for k in keys if "/checkpoints/" in k]) == 2 * 4 + 2  # 2 x 3 files + manifest, 1
+    assert [k for k in keys if "/checkpoints/" not in k] == [f"{prefix}/logs/attempt-1.log"]
     assert client.delete(job["id"])["deleted"]
     assert store.keys(prefix) == []
     assert _answer(server, key, "GET", f"/v1/jobs/{job['id']}")[0] == 404

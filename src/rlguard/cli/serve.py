@@ -53,6 +53,18 @@ def serve(
     keep_last: Annotated[
         int, typer.Option(min=1, help="checkpoints a job keeps in the store besides its best")
     ] = 2,
+    checkpoint_max_files: Annotated[
+        int, typer.Option(min=1, help="files one reported checkpoint may hold")
+    ] = 10_000,
+    checkpoint_max_mb: Annotated[
+        int, typer.Option(min=1, help="MiB one reported checkpoint may hold")
+    ] = 51_200,
+    job_max_upload_files: Annotated[
+        int, typer.Option(min=1, help="files a job may have uploaded in all (every checkpoint)")
+    ] = 100_000,
+    job_max_upload_mb: Annotated[
+        int, typer.Option(min=1, help="MiB a job may have uploaded in all (every checkpoint)")
+    ] = 1_048_576,
 ) -> None:
     """Run the platform: HTTP API, scheduler and Ray executor (Ctrl-C stops it gracefully)."""
     from rlguard.cluster.registry import BASES, RuleParams
@@ -82,6 +94,7 @@ def serve(
         os.environ.update(auth_env(data_dir))
     from rlguard.platform.server import ServeConfig
     from rlguard.platform.server import serve as run_server
+    from rlguard.platform.uploader import UploadLimits
 
     cfg = ServeConfig(
         data_dir=data_dir,
@@ -100,5 +113,8 @@ def serve(
         limits=Defaults(job_memory_mb, job_pids, job_disk_mb, job_tmp_mb),
         storage=storage,
         keep_last=keep_last,
+        uploads=UploadLimits(
+            checkpoint_max_files, checkpoint_max_mb, job_max_upload_files, job_max_upload_mb
+        ),
     )
     run_server(cfg)

@@ -40,6 +40,7 @@ from rlguard.platform.errors import (
 from rlguard.platform.ingest import EvalIngest
 from rlguard.platform.jobspec import input_error_field
 from rlguard.platform.keys import digest
+from rlguard.platform.runlogs import read_log
 from rlguard.platform.schemas import (
     CheckpointReport,
     DeliveryReport,
@@ -50,7 +51,7 @@ from rlguard.platform.schemas import (
 )
 from rlguard.platform.service import Conflict, NotFound, Platform, Unauthorized
 from rlguard.platform.step_reports import StepReports
-from rlguard.platform.uploader import BadCheckpointPath
+from rlguard.platform.uploader import BadCheckpointPath, CheckpointOverLimit
 from rlguard.platform.usage import cluster_view, occupancy_view, usage_view
 from rlguard.platform.views import checkpoint_view, decision_view, event_view, job_view, page
 from rlguard.platform.watch_reports import WatchReports
@@ -325,13 +326,14 @@ def create_app(platform: Platform, ingest: EvalIngest, deposits: Deposits) -> Fa
 
     @app.get("/v1/jobs/{job_id}/logs", response_class=PlainTextResponse)
     def logs(job_id: str, who: Reader, tail: Annotated[int, Query(ge=1, le=100_000)] = 200) -> str:
+        """The current attempt's log, its last `tail` lines of at most its last 4 MiB, read
+        wherever its node left it (runlogs.py: the run's actor, the server's disk, the store)."""
         with platform.store.transaction() as s:
-            _visible_job(s, job_id, who)
+            tenant_id = _visible_job(s, job_id, who).tenant_id
             attempts = s.scalar(select(func.count()).where(Run.job_id == job_id))
         if not attempts:
             return ""
-        path = platform.log_path(job_id, attempts)
-        lines = path.read_text(errors="replace").splitlines() if path.is_file() else []
+        lines = read_log(platform, tenant_id, job_id, attempts).splitlines()
         return "".join(line + "\n" for line in lines[-tail:])
 
     def _job_token(request: Request) -> str:
@@ -344,6 +346,9 @@ def create_app(platform: Platform, ingest: EvalIngest, deposits: Deposits) -> Fa
         except BadCheckpointPath as e:
             message = str(e).replace("path:", f"{field}:", 1)
             raise ApiError(422, message, "invalid_value", field) from None
+        except CheckpointOverLimit as e:  # the operator's limit, named with the value
+            message = str(e).replace("path:", f"{field}:", 1)
+            raise ApiError(413, message, "checkpoint_over_limit", field) from None
         except StoreUnavailable as e:
             raise store_unavailable(e) from None
 

@@ -90,16 +90,18 @@ def checkpoint_file(
 
 @router.delete("/v1/jobs/{job_id}")
 def delete(job_id: str, request: Request, who: Submitter) -> dict[str, Any]:
-    """A finished job's artifacts and rows (409 while it has not finished)."""
+    """A finished job's artifacts, its files on every node and its rows (409 while it has not
+    finished); `left_on_nodes`: the nodes that may still hold its files (not alive, or no
+    answer), for the operator."""
     deposits = _deposits(request)
     with deposits.platform.store.transaction() as s:
         visible_job(s, job_id, who)
     try:
-        delete_job(deposits.platform, deposits.store, job_id)
+        left = delete_job(deposits.platform, deposits.store, job_id)
     except NotFound:
         raise ApiError(404, f"no job {job_id!r}", "job_not_found", "job_id") from None
     except Conflict as e:
         raise ApiError(409, str(e), "job_not_finished", "job_id") from None
     except StoreUnavailable as e:
         raise store_unavailable(e) from None
-    return {"object": "job.deleted", "id": job_id, "deleted": True}
+    return {"object": "job.deleted", "id": job_id, "deleted": True, "left_on_nodes": left}

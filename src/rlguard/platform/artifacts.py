@@ -141,7 +141,27 @@ class ArtifactStore:
             self.fs.pipe_file(final, data)
         return manifest
 
+    def put(self, key: str, data: bytes) -> None:
+        """A small object whole at `key` (a run's log: runlogs.py): written aside and renamed on
+        a file system, so a reader never sees half of it; one PUT on S3."""
+        path = self._path(key)
+        if self.local:
+            self.fs.makedirs(os.path.dirname(path), exist_ok=True)
+            self.fs.pipe_file(path + ".tmp", data)
+            self.fs.mv(path + ".tmp", path)
+        else:
+            self.fs.pipe_file(path, data)
+
     # ----- reading (the server) ----------------------------------------------------------------
+
+    def get(self, key: str, max_bytes: int) -> bytes | None:
+        """The last `max_bytes` of the object at `key` (None: there is none)."""
+        path = self._path(key)
+        try:
+            size = self.fs.size(path)
+            return self.fs.cat_file(path, start=max(size - max_bytes, 0))
+        except FileNotFoundError:
+            return None
 
     def manifest(self, key: str) -> dict[str, Any] | None:
         """A checkpoint's manifest; None if it is not complete."""

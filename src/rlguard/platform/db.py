@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -68,6 +78,9 @@ class Job(Base):
     sandbox: Mapped[str | None] = mapped_column(String(40), nullable=True)  # what its runs got
     quote: Mapped[dict[str, Any] | None] = mapped_column(nullable=True)  # at submission
     measured: Mapped[dict[str, Any] | None] = mapped_column(nullable=True)  # when it finished
+    # every checkpoint uploaded for it, across its attempts (the per-job upload limits)
+    uploaded_files: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    uploaded_bytes: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
 
 
 class Run(Base):

@@ -8,29 +8,47 @@ and its resumable state), one per name. If the store cannot take it, the report 
 answered 503 and the job's client retries it: nothing is recorded that is not stored. Retention
 keeps the best checkpoint by eval for the job's life and the last `keep_last` by step; the others'
 files leave the store (their rows stay, as history, without a store key).
+
+The operator's upload limits (uploader.UploadLimits) are held against each report before it is
+uploaded: per checkpoint, and per job against what the job has had uploaded so far (its row's
+`uploaded_files` and `uploaded_bytes`, counted once a checkpoint is sealed). One job's uploads
+go one at a time, so two reports at once cannot both pass on the same count. A refused report
+is a `log` event at level `warning` on the job (once per step, name and limit) and a 413 to the
+job; nothing of it is stored or recorded.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
+from collections import defaultdict
 from concurrent.futures import Future
 
 from sqlalchemy import select
 
 from rlguard.platform.artifacts import ArtifactStore, StoredCheckpoint, StoreUnavailable
-from rlguard.platform.db import Checkpoint, Job, same_checkpoint
+from rlguard.platform.db import Checkpoint, Event, Job, same_checkpoint
 from rlguard.platform.reports import Reports
 from rlguard.platform.service import Conflict, Platform
+from rlguard.platform.uploader import Allowance, CheckpointOverLimit, UploadLimits
 
 log = logging.getLogger(__name__)
 
 
 class Deposits:
-    def __init__(self, platform: Platform, store: ArtifactStore, keep_last: int = 2) -> None:
+    def __init__(
+        self,
+        platform: Platform,
+        store: ArtifactStore,
+        keep_last: int = 2,
+        limits: UploadLimits | None = None,
+    ) -> None:
         self.platform, self.store, self.keep_last = platform, store, keep_last
+        self.limits = limits or UploadLimits()
         self._lock = threading.Lock()
         self._uploading: dict[tuple[str, int], Future[StoredCheckpoint]] = {}
+        self._job_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
 
     def deposit(self, job_id: str, token: str, step: int, reported: str) -> StoredCheckpoint:
         """Have the job's actor upload its checkpoint of `step`; where it is stored. A retry
@@ -54,9 +72,15 @@ class Deposits:
         if not mine:
             return future.result()
         try:
-            key = self.store.new_checkpoint_key(tenant_id, job_id, step)
-            self.platform.executor.upload(handle, self.store.uri, reported, key, step)
+            with self._lock:
+                job_lock = self._job_locks[job_id]
+            with job_lock:  # one upload of a job at a time: each is held to the last's count
+                key = self._upload(job_id, tenant_id, handle, step, reported)
             future.set_result(StoredCheckpoint(name, key))
+        except CheckpointOverLimit as e:
+            self._refused(job_id, step, name, e)
+            future.set_exception(e)
+            raise
         except BaseException as e:
             future.set_exception(e)
             raise
@@ -64,6 +88,48 @@ class Deposits:
             with self._lock:
                 del self._uploading[job_id, step]
         return future.result()
+
+    def _upload(self, job_id: str, tenant_id: str, handle, step: int, reported: str) -> str:  # type: ignore[no-untyped-def]
+        """Upload within what the limits leave the job, then count it; its key."""
+        with self.platform.store.transaction() as s:
+            job = s.get(Job, job_id)
+            allowance = Allowance(self.limits, job.uploaded_files, job.uploaded_bytes)
+        key = self.store.new_checkpoint_key(tenant_id, job_id, step)
+        manifest = self.platform.executor.upload(
+            handle, self.store.uri, reported, key, step, allowance
+        )
+        with self.platform.lock, self.platform.store.transaction() as s:
+            job = s.get(Job, job_id)
+            job.uploaded_files += len(manifest["files"])
+            job.uploaded_bytes += manifest["bytes"]
+        return key
+
+    def _refused(self, job_id: str, step: int, name: str, refused: CheckpointOverLimit) -> None:
+        """The refusal as a warning event on the job, once per step, name and limit (a job
+        that sends it again is answered again, not recorded again)."""
+        dedup = f"{step}\0{name}\0{refused.option}".encode()
+        dedup = f"over-limit:{hashlib.sha256(dedup).hexdigest()[:40]}"
+        data = {
+            "source": "platform",
+            "code": "checkpoint_over_limit",
+            "message": str(refused),
+            "data": {
+                "step": step,
+                "path": name,
+                "limit": refused.option,
+                "limit_value": refused.limit,
+                "allowed": refused.allowed,
+                "value": refused.value,
+                "unit": refused.unit,
+            },
+        }
+        with self.platform.lock, self.platform.store.transaction() as s:
+            job = s.get(Job, job_id)
+            if job is None or s.scalar(
+                select(Event.id).where(Event.job_id == job_id, Event.dedup == dedup)
+            ):
+                return
+            s.add(Event(**self.platform.next_event(job, "log", data, "warning", dedup)))
 
     def retain(self, job_id: str) -> None:
         """Prune the job's stored checkpoints to the best and the last `keep_last`."""

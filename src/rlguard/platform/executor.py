@@ -34,24 +34,35 @@ from pathlib import Path
 from typing import Any
 
 import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from rlguard.platform import jobspec
 from rlguard.platform.apiforward import ApiForward
 from rlguard.platform.artifacts import StoreUnavailable
 from rlguard.platform.client import JobReporter
-from rlguard.platform.jobhome import JobHome, prepare
+from rlguard.platform.jobhome import JobHome, make_private_parents, prepare, remove_job_files
 from rlguard.platform.joblimits import Cgroup, DiskWatch, set_rlimits
 from rlguard.platform.jobwatch import REPORT_RETRY_S, JobWatch
 from rlguard.platform.ray_head import NAMESPACE
 from rlguard.platform.raystate import DEAD, actor_name, alive_nodes, pending, run_fate
+from rlguard.platform.runlogs import file_tail, keep_log
 from rlguard.platform.sandbox import API_SOCKET, JobSandbox, bwrap_argv, gpu_nodes
-from rlguard.platform.uploader import BadCheckpointPath, inside_job, upload_checkpoint
+from rlguard.platform.uploader import (
+    Allowance,
+    BadCheckpointPath,
+    CheckpointOverLimit,
+    inside_job,
+    upload_checkpoint,
+)
 
 log = logging.getLogger(__name__)
 
 PR_SET_PDEATHSIG = 1
 UPLOAD_TIMEOUT_S = 3600.0
 NAME_TIMEOUT_S = 60.0
+LOG_TIMEOUT_S = 10.0
+CLEAR_TIMEOUT_S = 30.0
+"""How long a deleted job's files have, on every node at once, to be removed."""
 RETRY_S = 1.0
 """After a call to a run's actor failed while Ray still holds the actor alive: ask again then."""
 
@@ -110,9 +121,11 @@ class JobProcess:
         grace_s: float = 30.0,
     ) -> None:
         """Quick: the job starts in `started`, so Ray holds the actor created (not pending
-        placement) however long its directory takes to prepare."""
-        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-        self.argv, self.env, self.home, self.log_path = argv, env, home, log_path
+        placement) however long its directory takes to prepare. `log_path`: the server's path
+        for the run's log, kept where this node keeps the platform's files (`node_file`)."""
+        self.argv, self.env, self.home = argv, env, home
+        self.log_path = home.node_file(log_path)
+        make_private_parents(Path(self.log_path), home)
         self.sandbox, self.watch_spec, self.grace_s = sandbox, watch, grace_s
         self.job_dir = ""  # on this node, once prepared
         self._end = threading.Lock()
@@ -154,8 +167,15 @@ class JobProcess:
         if note is not None:
             self._say(f"rlguard: starts from {note}")
         env = {**self.env, "RLGUARD_OUTPUT_DIR": str(prepared.job_dir / jobspec.OUTPUT)}
+        config = self.home.config_path  # the server's path for a train job's config
+        if config is not None:  # where this node wrote it (`prepare`)
+            here = self.home.node_file(config)
+            self.argv = [here if arg == config else arg for arg in self.argv]
         if self.sandbox is not None:
-            self.sandbox = replace(self.sandbox, job_dir=self.job_dir)
+            read_only = tuple(
+                self.home.node_file(p) if p == config else p for p in self.sandbox.read_only
+            )
+            self.sandbox = replace(self.sandbox, job_dir=self.job_dir, read_only=read_only)
         # built first: a spec that no longer validates fails the start before the job runs
         if self.watch_spec is not None:
             self.job_watch = self._job_watch(self.watch_spec, env, self.job_dir, self.grace_s)
@@ -257,15 +277,24 @@ class JobProcess:
         self.started()
         return "/".join(inside_job(self.job_dir, reported))
 
-    def upload_checkpoint(self, store_uri: str, reported: str, key: str, step: int) -> dict:
+    def upload_checkpoint(
+        self,
+        store_uri: str,
+        reported: str,
+        key: str,
+        step: int,
+        allowance: Allowance | None = None,
+    ) -> dict:
         """On the job's node, outside its sandbox: the checkpoint it reported into the store
-        (uploader.py), so the job itself never holds the store's credentials."""
+        (uploader.py), so the job itself never holds the store's credentials; within
+        `allowance` (the operator's limits, less what the job has had uploaded)."""
         self.started()
-        return upload_checkpoint(store_uri, self.job_dir, reported, key, step)
+        return upload_checkpoint(store_uri, self.job_dir, reported, key, step, allowance)
 
     def wait(self) -> int:
-        """The exit code, once the job's process has exited and its watch has reported. Asked
-        again when an earlier answer was lost on the way: the watch finishes once."""
+        """The exit code, once the job's process has exited, its watch has reported and its
+        log is in the store (runlogs.py: the server kills this actor once it has the code).
+        Asked again when an earlier answer was lost on the way: all that happens once."""
         self.started()
         code = self.process.wait()
         with self._end:
@@ -274,7 +303,13 @@ class JobProcess:
                 if self.job_watch is not None:
                     self.job_watch.finish()
                 self._clean()
+                if self.home.store_uri is not None and self.home.log_key is not None:
+                    keep_log(self.home.store_uri, self.home.log_key, self.log_path)
         return code
+
+    def log_tail(self, max_bytes: int) -> bytes:
+        """The last `max_bytes` of the run's log on this node, from a whole line."""
+        return file_tail(self.log_path, max_bytes) or b""
 
     def terminate(self, grace_s: float) -> int:
         """SIGTERM the job, SIGKILL it after `grace_s`; the exit code."""
@@ -362,6 +397,16 @@ def signal_uid(uid: int, signum: int) -> None:
         )
 
 
+@dataclass(frozen=True)
+class NodeFiles:
+    """What one node answered when asked to remove a deleted job's files."""
+
+    node_id: str
+    address: str | None
+    removed: list[str] = field(default_factory=list)
+    error: str | None = None  # set: something of the job may be left on that node
+
+
 @dataclass
 class RunHandle:
     run_id: str
@@ -392,6 +437,9 @@ class RayExecutor:
         # (its first use imports pydantic.v1 lazily; racing another thread's imports, that
         # import can fail with KeyError)
         self._actor = ray.remote(JobProcess)
+        # No CPU: it runs on a node whose CPUs are all jobs'; one try (it is idempotent, and
+        # the caller reports a node that did not answer).
+        self._remove = ray.remote(num_cpus=0, max_retries=0)(remove_job_files)
 
     def capacity(self) -> int:
         """GPUs of the nodes Ray holds alive now (virtual ones on a CPU machine)."""
@@ -473,29 +521,90 @@ class RayExecutor:
                 handle.retry_at[method] = now + RETRY_S
         return out
 
+    def log_tail(self, handle: RunHandle, max_bytes: int) -> bytes | None:
+        """The run's log tail from its actor (None: the actor did not answer in LOG_TIMEOUT_S)."""
+        try:
+            return ray.get(handle.actor.log_tail.remote(max_bytes), timeout=LOG_TIMEOUT_S)
+        except (ray.exceptions.RayError, TimeoutError) as e:
+            log.warning("run %s: its log tail: %s", handle.run_id, type(e).__name__)
+            return None
+
     def checkpoint_name(self, handle: RunHandle, reported: str) -> str:
         """A reported checkpoint's path relative to the job's directory, from the run's actor
         (only its node knows where that directory is). Raises as `upload`."""
         return self._ask_actor(handle.actor.checkpoint_name.remote(reported), NAME_TIMEOUT_S)
 
-    def upload(self, handle: RunHandle, store_uri: str, reported: str, key: str, step: int) -> None:
-        """Have the run's actor upload a checkpoint and seal it; returns once it is complete.
-        BadCheckpointPath for a path outside the job; StoreUnavailable for anything else."""
-        ref = handle.actor.upload_checkpoint.remote(store_uri, reported, key, step)
-        self._ask_actor(ref, UPLOAD_TIMEOUT_S)
+    def upload(
+        self,
+        handle: RunHandle,
+        store_uri: str,
+        reported: str,
+        key: str,
+        step: int,
+        allowance: Allowance | None = None,
+    ) -> dict[str, Any]:
+        """Have the run's actor upload a checkpoint and seal it; its manifest, once it is
+        complete. BadCheckpointPath for a path outside the job, CheckpointOverLimit for one over
+        `allowance`; StoreUnavailable for anything else."""
+        ref = handle.actor.upload_checkpoint.remote(store_uri, reported, key, step, allowance)
+        return self._ask_actor(ref, UPLOAD_TIMEOUT_S)
 
     @staticmethod
     def _ask_actor(ref: Any, timeout_s: float) -> Any:
         try:
             return ray.get(ref, timeout=timeout_s)
         except ray.exceptions.RayTaskError as e:
-            if isinstance(e.cause, BadCheckpointPath):
+            if isinstance(e.cause, (BadCheckpointPath, CheckpointOverLimit)):
                 raise e.cause from None
             raise StoreUnavailable(
                 (str(e.cause) or type(e.cause).__name__).splitlines()[0]
             ) from None
         except (ray.exceptions.RayError, TimeoutError) as e:  # its actor is gone or stuck
             raise StoreUnavailable(type(e).__name__) from None
+
+    def clear_job(
+        self, job_id: str, default_root: str, ran_on: set[str], timeout_s: float = CLEAR_TIMEOUT_S
+    ) -> list[NodeFiles]:
+        """Remove a finished job's files on every node Ray holds alive (`remove_job_files`, a
+        task pinned to each node by its id), all at once; what each node answered. `ran_on`:
+        the nodes its runs recorded; one of them that is not alive is answered as such (its
+        files stay there). Every alive node is asked, not only those: the directory's path on a
+        node follows from the job's id alone, and a run whose start failed after its directory
+        was made recorded no node."""
+        try:
+            nodes = {n["NodeID"]: n for n in ray.nodes()}
+        except Exception as e:  # whatever Ray raised, it could not say which nodes live
+            reason = f"Ray unreachable: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+            return [NodeFiles(node, None, error=reason) for node in sorted(ran_on)]
+        alive = [node for node, n in nodes.items() if n["Alive"]]
+        refs = {
+            node: self._remove.options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)
+            ).remote(job_id, default_root)
+            for node in alive
+        }
+        if refs:
+            ray.wait(list(refs.values()), num_returns=len(refs), timeout=timeout_s)
+        answers = []
+        for node, ref in refs.items():
+            address = nodes[node].get("NodeManagerAddress")
+            try:
+                done = ray.get(ref, timeout=0)
+            except ray.exceptions.GetTimeoutError:
+                with contextlib.suppress(ray.exceptions.RayError, ValueError):
+                    ray.cancel(ref, force=True)
+                answers.append(NodeFiles(node, address, error=f"no answer in {timeout_s:.0f} s"))
+                continue
+            except ray.exceptions.RayError as e:
+                reason = str(getattr(e, "cause", None) or type(e).__name__).splitlines()[0]
+                answers.append(NodeFiles(node, address, error=reason))
+                continue
+            error = "; ".join(done["errors"]) or None
+            answers.append(NodeFiles(node, address, done["removed"], error))
+        for node in sorted(ran_on - set(alive)):
+            address = nodes.get(node, {}).get("NodeManagerAddress")
+            answers.append(NodeFiles(node, address, error="node not alive"))
+        return answers
 
     def stop(self, handle: RunHandle, grace_s: float) -> None:
         """Ask the run to stop (SIGTERM), SIGKILL after `grace_s`; returns at once."""

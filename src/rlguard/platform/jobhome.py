@@ -9,11 +9,18 @@ stored checkpoint back into it (restore.py), writes a train job's config with `o
 and hands it to the job's uid, all before the job's process starts. The server never reads a
 job directory: what it needs of one comes through the run's actor (a reported checkpoint's name,
 its upload) and the artifact store.
+
+Deleting a job reaches every node (`remove_job_files`, a Ray task pinned to each alive node):
+the job's directory there, written by the tenant's job and so hostile (planted symlinks), is
+removed without following a link, and so are the platform's own files of the job on that node.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +30,10 @@ from rlguard.platform import jobspec
 from rlguard.platform.restore import Restored, restore_latest
 
 ROOT_ENV = "RLGUARD_JOBS_ROOT"
+PLATFORM_FILES = ".rlguard"
+"""Under a node's root, beside its jobs' directories (no job id starts with a dot): the
+platform's own files of those jobs, which the jobs never see (jobs run in views of their own)."""
+JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 
 
 @dataclass(frozen=True)
@@ -36,6 +47,7 @@ class JobHome:
     config_path: str | None = None  # where (the platform's file, outside the job directory)
     store_uri: str | None = None
     restore: tuple[str, ...] = field(default=())  # its stored checkpoints' keys, newest first
+    log_key: str | None = None  # where the run's log goes in the store when it ends
 
     def directory(self) -> Path:
         """The job's directory on this node."""
@@ -43,6 +55,13 @@ class JobHome:
         if not os.path.isabs(root):
             raise InputError(f"{ROOT_ENV}: must be an absolute path (got {root!r})")
         return Path(root) / self.job_id
+
+    def node_file(self, path: str) -> str:
+        """Where this node keeps one of the platform's own files of the job (its run's log, its
+        train config), given the server's path for it in the data directory: on a node with a
+        root of its own, under that root's PLATFORM_FILES (`ROOT/.rlguard/logs/JOB/...`), so
+        the data directory's path need not exist there; elsewhere, at the server's path."""
+        return str(node_file(path, self.default_root))
 
 
 @dataclass(frozen=True)
@@ -61,6 +80,33 @@ class Prepared:
         return f"{what} {how} in {r.seconds} s"
 
 
+def node_root() -> Path | None:
+    """This node's own root of jobs' directories (None: it set none, or not an absolute one)."""
+    root = os.environ.get(ROOT_ENV)
+    return Path(root) if root and os.path.isabs(root) else None
+
+
+def node_file(path: str, default_root: str) -> Path:
+    """`JobHome.node_file`: a path in the server's data directory (the parent of its default
+    root of jobs), as this node keeps it. A path outside that directory stays as it is."""
+    root, data = node_root(), Path(default_root).parent
+    if root is None or root == Path(default_root):
+        return Path(path)
+    try:
+        return root / PLATFORM_FILES / Path(path).relative_to(data)
+    except ValueError:
+        return Path(path)
+
+
+def make_private_parents(path: Path, home: JobHome) -> None:
+    """Make `path`'s directory, the node's root (if it is under one) made 0700 first, as
+    `prepare` makes it: what the platform keeps there is root's alone."""
+    root = node_root()
+    if root is not None and root != Path(home.default_root) and path.is_relative_to(root):
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+
 def prepare(home: JobHome) -> Prepared:
     """Make the job's directory on this node ready for its next attempt."""
     job_dir = home.directory()
@@ -70,7 +116,7 @@ def prepare(home: JobHome) -> Prepared:
     if home.restore and home.store_uri:
         restored, skipped = restore_latest(home.store_uri, str(job_dir), home.restore, home.uid)
     if home.config is not None and home.config_path is not None:
-        jobspec.write_config(Path(home.config_path), home.config, job_dir)
+        jobspec.write_config(Path(home.node_file(home.config_path)), home.config, job_dir)
     if home.uid is not None:
         hand_over(job_dir, home.uid)
     return Prepared(job_dir, restored, skipped)
@@ -86,3 +132,52 @@ def hand_over(job_dir: Path, uid: int) -> None:
                 os.lchown(os.path.join(directory, name), uid, uid)
         os.chown(job_dir, uid, uid)
     job_dir.chmod(0o700)
+
+
+def job_paths(job_id: str, default_root: str) -> list[Path]:
+    """Every place this node may keep files of the job: its directory under the node's root and
+    under the server's default root (a node that set no root then), its runs' logs and its train
+    config under the node's root (`node_file`) and at the data directory's paths."""
+    if not JOB_ID.fullmatch(job_id):  # one plain path component, never `..` or a path
+        raise ValueError(f"not a job id: {job_id!r}")
+    default, root = Path(default_root), node_root()
+    roots = [default] if root in (None, default) else [root, default]
+    bases = [default.parent] + ([root / PLATFORM_FILES] if root not in (None, default) else [])
+    platform = [p for b in bases for p in (b / "logs" / job_id, b / "configs" / f"{job_id}.yaml")]
+    return [*(r / job_id for r in roots), *platform]
+
+
+def remove_job_files(job_id: str, default_root: str) -> dict[str, Any]:
+    """Remove the job's files on this node (`job_paths`); what was removed, and any error.
+    Idempotent. Run as a Ray task on each node by `RayExecutor.clear_job`.
+
+    The job's directory holds what the tenant's job wrote, planted symlinks included: a link is
+    unlinked, never followed. `shutil.rmtree` walks by directory descriptors opened with
+    O_NOFOLLOW where the platform has them (`rmtree.avoids_symlink_attacks`, true on Linux), so
+    a link swapped in for a directory mid-walk is not followed either; where it is not, this
+    refuses rather than walk by path."""
+    if not shutil.rmtree.avoids_symlink_attacks:
+        raise RuntimeError("shutil.rmtree cannot avoid symlink attacks on this platform")
+    removed: list[str] = []
+    errors: list[str] = []
+
+    def failed(_function: Any, path: str, exc_info: Any) -> None:
+        errors.append(f"{path}: {exc_info[1]}")
+
+    for path in job_paths(job_id, default_root):
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            continue
+        if stat.S_ISDIR(mode):  # lstat's: a link to a directory is not one
+            shutil.rmtree(path, onerror=failed)
+        else:
+            try:
+                os.unlink(path)  # a file, or a link: the link itself, never its target
+            except FileNotFoundError:
+                continue
+            except OSError as e:
+                errors.append(f"{path}: {e}")
+        if not os.path.lexists(path):
+            removed.append(str(path))
+    return {"removed": removed, "errors": errors}

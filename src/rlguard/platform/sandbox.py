@@ -134,7 +134,9 @@ def bwrap_argv(
     """The command line that runs `argv` in `sandbox` (from the actor, as root)."""
     limits, data = sandbox.limits, sandbox.data_dir
     present = sorted((p for p in sandbox.read_only if os.path.exists(p)), key=_depth)
-    platform_files = [p for p in present if _under(p, data)]  # e.g. the job's train config
+    jobs_root = str(Path(sandbox.job_dir).parent)
+    # the job's train config: in the data directory, or under the node's root (jobhome.py)
+    platform_files = [p for p in present if _under(p, data) or _under(p, jobs_root)]
     roots = [p for p in present if p not in platform_files]
     args = [
         sandbox.bwrap,
@@ -167,7 +169,6 @@ def bwrap_argv(
         args += ["--ro-bind", path, path]
     # A read-only root that holds the data directory, or the node's own root of jobs'
     # directories (jobhome.py), would show the store and other jobs: a tmpfs hides them.
-    jobs_root = str(Path(sandbox.job_dir).parent)
     for hidden in (data, *([] if _under(jobs_root, data) else [jobs_root])):
         if any(_under(hidden, r) for r in roots):
             args += ["--perms", "0755", "--tmpfs", hidden]

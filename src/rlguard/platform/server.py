@@ -36,6 +36,7 @@ from rlguard.platform.reports import Reports
 from rlguard.platform.rules import StopRules
 from rlguard.platform.service import Platform
 from rlguard.platform.store import Store, default_url
+from rlguard.platform.uploader import UploadLimits
 
 log = logging.getLogger("rlguard.platform")
 
@@ -58,6 +59,7 @@ class ServeConfig:
     limits: Defaults = field(default_factory=Defaults)
     storage: str | None = None  # the artifact store's URI [default: a directory in data_dir]
     keep_last: int = 2  # checkpoints kept in the store besides the best
+    uploads: UploadLimits = field(default_factory=UploadLimits)  # per checkpoint and job
 
     @property
     def storage_uri(self) -> str:
@@ -91,7 +93,7 @@ def start_platform(cfg: ServeConfig) -> tuple[Platform, SchedulerLoop, EvalInges
     loop, ingest = SchedulerLoop(platform), EvalIngest(Reports(platform))
     loop.start()
     ingest.start()
-    return platform, loop, ingest, Deposits(platform, artifacts, cfg.keep_last)
+    return platform, loop, ingest, Deposits(platform, artifacts, cfg.keep_last, cfg.uploads)
 
 
 def stop_platform(

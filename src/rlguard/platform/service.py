@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from rlguard.errors import InputError
 from rlguard.platform import budget, jobspec, quotes, states
+from rlguard.platform.artifacts import ArtifactStore
 from rlguard.platform.db import Checkpoint, DecisionRecord, Event, Job, Run, Tenant
 from rlguard.platform.executor import RayExecutor, RunHandle
 from rlguard.platform.jobhome import JobHome
@@ -32,6 +33,7 @@ from rlguard.platform.keys import JOB_TOKEN_PREFIX, digest, new_id, new_secret
 from rlguard.platform.live_table import LiveTable
 from rlguard.platform.outcome import measured
 from rlguard.platform.rules import JobRule, StopRules, decision_row, stop_event_data
+from rlguard.platform.runlogs import log_key, read_log
 from rlguard.platform.sandbox import UID_BASE
 from rlguard.platform.schemas import JobCreate
 from rlguard.platform.store import Store
@@ -149,6 +151,7 @@ class Platform:
     ) -> None:
         self.store, self.executor, self.rules = store, executor, rules
         self.store_uri = store_uri  # the artifact store's: a new attempt restores from it
+        self.artifacts = None if store_uri is None else ArtifactStore(store_uri)  # runs' logs
         self.data_dir, self.url, self.grace_s = data_dir.resolve(), url, grace_s
         self.views = views  # what each job sees, and as whom it runs
         self.lock = threading.RLock()
@@ -390,6 +393,7 @@ class Platform:
             str(config),
             self.store_uri,
             restore,
+            log_key=log_key(job.tenant_id, job_id, attempt),
         )
         try:
             sandbox = self.views.sandbox(
@@ -530,7 +534,7 @@ class Platform:
             else:
                 job.error = {
                     "code": "exit_code",
-                    "message": self._failure_message(job_id, active.attempt, exit_code),
+                    "message": self._failure_message(job, active.attempt, exit_code),
                     "param": None,
                 }
                 self._finish(s, job, states.FAILED, job.error["message"])
@@ -541,9 +545,11 @@ class Platform:
             self.refresh_capacity()  # before the next pass hands that node's GPUs out again
         self.dirty.set()
 
-    def _failure_message(self, job_id: str, attempt: int, exit_code: int | None) -> str:
-        log = self.log_path(job_id, attempt)
-        lines = log.read_text(errors="replace").strip().splitlines() if log.is_file() else []
+    def _failure_message(self, job: Job, attempt: int, exit_code: int | None) -> str:
+        """With the log's last line, read wherever the run left it (runlogs.py): its actor has
+        just been taken back, so from the server's disk or the store."""
+        text = read_log(self, job.tenant_id, job.id, attempt, ask_actor=False)
+        lines = text.strip().splitlines()
         last = f": {lines[-1][:300]}" if lines else ""
         return f"the job exited with code {exit_code}{last}"
 

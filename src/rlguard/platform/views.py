@@ -52,6 +52,8 @@ def job_view(
         "gpu_hours": round(job.gpu_seconds / 3600, 6),
         "gpu_hours_freed": round(job.gpu_hours_freed, 6),
         "attempts": attempts,
+        # every checkpoint it has had uploaded: what --job-max-upload-files/-mb hold it to
+        "uploaded": {"files": job.uploaded_files or 0, "bytes": job.uploaded_bytes or 0},
         "sandbox": job.sandbox,  # "bwrap", or "none (single-tenant)"
         "created_at": stamp(job.created_at),
         "started_at": stamp(job.started_at),
