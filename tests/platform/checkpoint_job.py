@@ -26,14 +26,21 @@ out = Path(os.environ["RLGUARD_OUTPUT_DIR"])
 reporter = JobReporter.from_env()
 (out / "env.json").write_text(json.dumps(sorted(os.environ)))
 
+
+def reported(paths: tuple[str, ...], code: bool = False) -> dict[str, str]:
+    """Each path reported as a checkpoint: "recorded", or the platform's refusal."""
+    outcome = {}
+    for path in paths:
+        try:
+            reporter.checkpoint(0, path)
+            outcome[path] = "recorded"
+        except PlatformError as e:
+            outcome[path] = f"{e.status}{f' {e.code}' if code else ''} {e.param}: {e}"
+    return outcome
+
+
 (out / "planted").symlink_to("/etc")
-refused = {}
-for path in ("../..", "planted", "/etc/hostname", str(out / "planted" / "hostname")):
-    try:
-        reporter.checkpoint(0, path)
-        refused[path] = "recorded"
-    except PlatformError as e:
-        refused[path] = f"{e.status} {e.param}: {e}"
+refused = reported(("../..", "planted", "/etc/hostname", str(out / "planted" / "hostname")))
 (out / "refused.json").write_text(json.dumps(refused))
 
 if sys.argv[4:] == ["over"]:  # a "checkpoint" of more files, then more bytes, than allowed
@@ -42,13 +49,7 @@ if sys.argv[4:] == ["over"]:  # a "checkpoint" of more files, then more bytes, t
         (out / "many" / f"shard-{i}").write_bytes(b"x")
     (out / "big").mkdir()
     (out / "big" / "model.bin").write_bytes(os.urandom(2 << 20))
-    over = {}
-    for path in ("output/many", "output/big"):
-        try:
-            reporter.checkpoint(0, path)
-            over[path] = "recorded"
-        except PlatformError as e:
-            over[path] = f"{e.status} {e.code} {e.param}: {e}"
+    over = reported(("output/many", "output/big"), code=True)
     (out / "over.json").write_text(json.dumps(over))
 
 for step, score in enumerate(scores, start=1):
