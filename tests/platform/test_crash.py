@@ -92,4 +92,7 @@ def test_jobs_lost_with_ray_requeue_and_resume_from_their_checkpoint(live_server
         _no_overlap(runs)
         second = (server.data_dir / "logs" / job_id / "attempt-2.log").read_text()
         resumed_from = int(second.split("from step ")[1].split()[0])
-        assert resumed_from >= 4  # it continued from its checkpoint, not from the start
+        # it continued from its checkpoint, not from the start: the job saves its step once an
+        # eval's answer is back, so the 4th eval may be stored before its answer is; the 3rd's
+        # answer was back before the 4th was sent
+        assert resumed_from >= 3
