@@ -75,12 +75,17 @@ def test_quote_columns_come_empty_and_go(store_url, tmp_path):
     migrate(engine)
     with engine.connect() as c:
         assert c.execute(text("SELECT quote, measured FROM jobs")).one() == (None, None)
-    with engine.begin() as connection:
-        command.downgrade(alembic_config(connection), "0004")
-    with engine.connect() as c:
-        columns = c.execute(text("SELECT * FROM jobs")).keys()
+    columns = _jobs_columns_after_downgrade(engine, "0004")
     assert "quote" not in columns and "measured" not in columns
     engine.dispose()
+
+
+def _jobs_columns_after_downgrade(engine, revision: str) -> list[str]:  # type: ignore[no-untyped-def]
+    """The jobs table's columns once the store is downgraded to `revision`."""
+    with engine.begin() as connection:
+        command.downgrade(alembic_config(connection), revision)
+    with engine.connect() as c:
+        return list(c.execute(text("SELECT * FROM jobs")).keys())
 
 
 def _checkpoint(c, id_: str, step: int, path: str, at: float) -> None:  # type: ignore[no-untyped-def]
@@ -128,9 +133,6 @@ def test_a_jobs_upload_counts_start_at_zero_and_go(store_url, tmp_path):
         assert c.execute(text("SELECT uploaded_files, uploaded_bytes FROM jobs")).one() == (0, 0)
         c.execute(text("UPDATE jobs SET uploaded_bytes = :b"), {"b": 5 << 40})
         assert c.execute(text("SELECT uploaded_bytes FROM jobs")).scalar_one() == 5 << 40
-    with engine.begin() as connection:
-        command.downgrade(alembic_config(connection), "0007")
-    with engine.connect() as c:
-        columns = c.execute(text("SELECT * FROM jobs")).keys()
+    columns = _jobs_columns_after_downgrade(engine, "0007")
     assert "uploaded_files" not in columns and "uploaded_bytes" not in columns
     engine.dispose()
