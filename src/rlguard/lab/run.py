@@ -154,9 +154,12 @@ def lab_trainer(
     )
 
 
+RECORD = "record.json"  # a run's record, written last
+
+
 def finished(out: Path) -> dict[str, Any] | None:
-    """The record of the run in `out` if it has finished (its record is written last)."""
-    record_path = out / "record.json"
+    """The record of the run in `out` if it has finished."""
+    record_path = out / RECORD
     return json.loads(record_path.read_text()) if record_path.is_file() else None
 
 
@@ -164,7 +167,6 @@ def run(world: World, method: str, seed: int, budget: Budget, out: Path) -> dict
     """Train (or resume) one run and return its record; a finished run's record is reused."""
     if (record := finished(out)) is not None:
         return record
-    record_path = out / "record.json"
     import torch
 
     torch.set_num_threads(1)
@@ -179,5 +181,5 @@ def run(world: World, method: str, seed: int, budget: Budget, out: Path) -> dict
         "stops": watch.stops,
         "wall_s": summary["wall_s"],
     }
-    write_json(record_path, record)
+    write_json(out / RECORD, record)
     return record
