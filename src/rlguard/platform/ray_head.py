@@ -98,6 +98,10 @@ def local_head(data_dir: Path, gpus: int, cpus: int) -> str:
             f"--num-gpus={gpus}",
             f"--num-cpus={cpus}",
             "--include-dashboard=false",
+            # The platform's driver reads no worker output through Ray (log_to_driver=False;
+            # jobs' logs are its own files), so the process that tails every worker's log and
+            # streams it to drivers is left out.
+            "--include-log-monitor=false",
             "--disable-usage-stats",
             f"--temp-dir={temp}",
         ],
