@@ -30,6 +30,16 @@ def test_mean_and_clip_ratio_are_reproduced(mean: float, clip: float) -> None:
     assert (lengths == 2048).mean() == pytest.approx(clip, rel=0.2, abs=3e-4)
 
 
+def test_a_short_cap_that_clips_most_responses() -> None:
+    """A 0.5B GRPO step capped at 192 tokens (play-verl's log): 89% at the cap, mean 187.6. The
+    body's median lies past the cap, where the search for it must reach."""
+    median, sigma, runaway = fit_body(187.629, 192, 0.893, 0.45, 192.0, 512)
+    assert median > 192
+    lengths = _draw(median, sigma, runaway, 192, 4000, 2)
+    assert lengths.mean() == pytest.approx(187.629, rel=0.01)
+    assert (lengths == 192).mean() == pytest.approx(0.893, abs=0.02)
+
+
 def test_below_the_cap_the_max_sets_the_spread() -> None:
     median, sigma, runaway = fit_body(300.0, 2048, 0.0, 0.45, 900.0, 5120)
     assert runaway == 0

@@ -66,7 +66,7 @@ def fit_body(
         sigma = z - math.sqrt(disc) if disc > 0 else z
         median = mean * math.exp(-(sigma**2) / 2)
         return median, sigma, 0.0
-    lo, hi = 1e-3, cap
+    lo, hi = 1e-3, 4 * cap  # a body centred past the cap: a short cap clips most responses
     if not _mean(lo, sigma, cap, clip) <= mean <= _mean(hi, sigma, cap, clip):
         raise InputError(
             f"no length model has mean {mean:g} with clip ratio {clip:g} and body sigma {sigma:g}"
