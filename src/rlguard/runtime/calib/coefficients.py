@@ -112,11 +112,11 @@ def calibrated_profile(
         decode_s_per_seq=c.lora_s_per_seq_layer * model.layers * lora,
         decode_s_per_context_token=c.memory * model.kv_bytes_per_token / bandwidth,
         score_s_per_token=c.forward * stretch * forward / gpu.bf16_flops
-        + c.micro_s_per_layer * score_micro
         + comm_s_per_token(model, gpu, layout, forward, train=False, lora=lora),
+        score_micro_s_per_token=c.micro_s_per_layer * score_micro,
         train_s_per_token=c.train * stretch * update / gpu.bf16_flops
-        + c.train_micro_s_per_layer * train_micro
         + comm_s_per_token(model, gpu, layout, update, train=True, lora=lora),
+        train_micro_s_per_token=c.train_micro_s_per_layer * train_micro,
         cold_start_s=COLD_START_S + model.weight_bytes / LOAD_BYTES_PER_S,
         max_batch=engine.max_num_seqs,
         gpus_per_actor=tp,

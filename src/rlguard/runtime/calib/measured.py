@@ -84,6 +84,8 @@ class MeasuredStep(BaseModel):
     )
     param_offload: bool = False
     lora_rank: int = Field(0, ge=0)
+    remove_padding: bool = Field(True, description="the actor's and reference's use_remove_padding")
+    critic_remove_padding: bool = Field(True, description="critic.model.use_remove_padding")
     out_of_domain: str = Field(
         "", description="why no fit uses this run (leave-one-run-out still predicts it)"
     )

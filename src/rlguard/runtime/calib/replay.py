@@ -63,6 +63,8 @@ def row_setup(row: MeasuredStep) -> Setup:
         profile=row.run,
         algorithm="ppo" if row.critic else "grpo",
         reference_model=row.ref_s is not None,
+        remove_padding=row.remove_padding,
+        critic_remove_padding=row.critic_remove_padding,
         prompts_per_step=row.prompts_per_step,
         k=row.n_samples,
         workload=workload,
@@ -132,10 +134,10 @@ def scoring_features(job: Replay) -> tuple[np.ndarray, float]:
     pass-layers; pass-GBs of weights; micro-batch-layers on each data-parallel rank)."""
     passes, model, layout = job.setup.scoring_passes(), job.model, job.row.layout()
     flops = 2 * model.params
-    tokens = passes * job.batch.sequence_tokens() / job.row.n_gpus  # each GPU's share
+    tokens, real = _tokens(job, training=False)  # each GPU's share: computed, real
     comm = comm_s_per_token(model, job.gpu, layout, flops, False, job.row.lora_rank > 0)
     compute = tokens * layout.stretch() * flops / job.gpu.bf16_flops
-    micro = tokens * layout.micro_batch_layers_per_token(model.layers, train=False)
+    micro = real * layout.micro_batch_layers_per_token(model.layers, train=False)
     per_pass = [passes * model.layers, passes * model.weight_bytes / GB]
     return np.array([compute, *per_pass, micro]), tokens * comm
 
@@ -147,11 +149,20 @@ def training_features(job: Replay) -> tuple[np.ndarray, float]:
     updates, model, layout = job.setup.training_passes(), job.model, job.row.layout()
     lora = job.row.lora_rank > 0
     flops = train_flops_per_token(model, lora, layout.recompute)
-    tokens = updates * job.batch.sequence_tokens() / job.row.n_gpus
+    tokens, real = _tokens(job, training=True)
     comm = comm_s_per_token(model, job.gpu, layout, flops, True, lora)
     compute = tokens * layout.stretch() * flops / job.gpu.bf16_flops
-    micro = tokens * layout.micro_batch_layers_per_token(model.layers, train=True)
+    micro = real * layout.micro_batch_layers_per_token(model.layers, train=True)
     return np.array([compute, updates * model.layers, micro]), tokens * comm
+
+
+def _tokens(job: Replay, training: bool) -> tuple[float, float]:
+    """Each GPU's share of the tokens the phase's passes compute on (padding included, as the
+    simulator counts them) and of the real ones (which set the micro-batch count)."""
+    setup, gpus = job.setup, job.row.n_gpus
+    passes = setup.training_passes() if training else setup.scoring_passes()
+    computed = float(setup.pass_tokens(job.batch, training).sum())
+    return computed / gpus, passes * job.batch.sequence_tokens() / gpus
 
 
 # Any positive coefficients give the same schedule; these make a valid counting profile.

@@ -65,6 +65,15 @@ class TimeProfile:
     )
     score_s_per_pass: float = Field(0.0, ge=0, description="fixed wall seconds per scoring pass")
     train_s_per_update: float = Field(0.0, ge=0, description="fixed wall seconds per update")
+    score_micro_s_per_token: float = Field(
+        0.0,
+        ge=0,
+        description="micro-batch overhead of a scoring pass, per real token: unlike "
+        "score_s_per_token, padding does not add to it",
+    )
+    train_micro_s_per_token: float = Field(
+        0.0, ge=0, description="the same for an update (train_s_per_token's padding-free share)"
+    )
 
     @model_validator(mode="after")
     def _decoding_takes_time(self) -> TimeProfile:

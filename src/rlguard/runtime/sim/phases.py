@@ -16,8 +16,11 @@ from rlguard.runtime.sim.workload import TokenBatch
 
 
 def group_scoring_gpu_s(batch: TokenBatch, profile: TimeProfile, setup: Setup) -> np.ndarray:
-    """(groups,) GPU-seconds to score each group: every scoring pass over its tokens."""
-    return setup.scoring_passes() * batch.group_tokens() * profile.score_s_per_token
+    """(groups,) GPU-seconds to score each group: every scoring pass over its tokens (padded
+    where the model keeps padding), plus each pass's micro-batch overhead on the real ones."""
+    real = setup.scoring_passes() * batch.group_tokens()
+    computed = setup.pass_tokens(batch, training=False)
+    return computed * profile.score_s_per_token + real * profile.score_micro_s_per_token
 
 
 def scoring_s(batch: TokenBatch, profile: TimeProfile, setup: Setup) -> float:
@@ -30,5 +33,6 @@ def scoring_s(batch: TokenBatch, profile: TimeProfile, setup: Setup) -> float:
 
 def training_s(batch: TokenBatch, profile: TimeProfile, setup: Setup) -> float:
     passes = setup.training_passes()
-    spread = passes * batch.sequence_tokens() * profile.train_s_per_token / setup.n_gpus
-    return spread + passes * profile.train_s_per_update
+    computed = float(setup.pass_tokens(batch, training=True).sum()) * profile.train_s_per_token
+    real = passes * batch.sequence_tokens() * profile.train_micro_s_per_token
+    return (computed + real) / setup.n_gpus + passes * profile.train_s_per_update

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from typing import Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from rlguard.errors import InputError
 from rlguard.runtime.policies.profiles import TimeProfile
-from rlguard.runtime.sim.workload import LengthModel
+from rlguard.runtime.sim.workload import LengthModel, TokenBatch
 
 
 class Setup(BaseModel):
@@ -27,6 +28,14 @@ class Setup(BaseModel):
     algorithm: Literal["grpo", "ppo"] = "grpo"
     reference_model: bool = Field(
         True, description="a reference model scores for the KL (off: KL-free GRPO, DAPO)"
+    )
+    remove_padding: bool = Field(
+        True,
+        description="the policy's and reference's passes skip padding (verl's "
+        "use_remove_padding); off: every sample runs at max prompt + max response tokens",
+    )
+    critic_remove_padding: bool = Field(
+        True, description="the same for PPO's critic (verl's critic leaves it off by default)"
     )
     prompts_per_step: int = Field(gt=0)
     k: int = Field(5, gt=0, description="samples per prompt (GRPO group size)")
@@ -45,6 +54,17 @@ class Setup(BaseModel):
     def training_passes(self) -> int:
         """Updates per step: the policy, and PPO's critic."""
         return 1 + (self.algorithm == "ppo")
+
+    def pass_tokens(self, batch: TokenBatch, training: bool) -> np.ndarray:
+        """(groups,) tokens the phase's passes compute on, summed over its passes: a model
+        without remove-padding runs each sample at the batch's full width (max prompt plus max
+        response), PPO's critic being one pass of each phase."""
+        passes = self.training_passes() if training else self.scoring_passes()
+        critic = int(self.algorithm == "ppo")
+        real = batch.group_tokens()
+        padded = np.full_like(real, batch.k * (self.workload.max_prompt + self.workload.max_response))
+        policy = real if self.remove_padding else padded
+        return (passes - critic) * policy + critic * (real if self.critic_remove_padding else padded)
 
 
 SETUPS = {
