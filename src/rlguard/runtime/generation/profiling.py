@@ -169,6 +169,8 @@ def save_measured_profile(
         "phase_switch_s": "0: not measured (a model in one process switches no engine)",
         "score_s_per_pass": "0: not measured (in the per-token time)",
         "train_s_per_update": "0: not measured (in the per-token time)",
+        "score_micro_s_per_token": "0: not measured (in the per-token time)",
+        "train_micro_s_per_token": "0: not measured (in the per-token time)",
         **(derived or {}),
     }
     save_profile(profile, path, derivation)

@@ -139,7 +139,14 @@ def derive_profile(
     }
     lower_bound = "0: the roofline is a lower bound; calibrated profiles (calib/) fit it"
     derivation |= dict.fromkeys(
-        ("phase_switch_s", "score_s_per_pass", "train_s_per_update"), lower_bound
+        (
+            "phase_switch_s",
+            "score_s_per_pass",
+            "train_s_per_update",
+            "score_micro_s_per_token",
+            "train_micro_s_per_token",
+        ),
+        lower_bound,
     )
     about = {"model": model.describe(), "hardware": gpu.describe(tp)}
     return profile, derivation, about

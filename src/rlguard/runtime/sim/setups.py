@@ -62,9 +62,11 @@ class Setup(BaseModel):
         passes = self.training_passes() if training else self.scoring_passes()
         critic = int(self.algorithm == "ppo")
         real = batch.group_tokens()
-        padded = np.full_like(real, batch.k * (self.workload.max_prompt + self.workload.max_response))
+        width = self.workload.max_prompt + self.workload.max_response
+        padded = np.full_like(real, batch.k * width)
         policy = real if self.remove_padding else padded
-        return (passes - critic) * policy + critic * (real if self.critic_remove_padding else padded)
+        value = real if self.critic_remove_padding else padded
+        return (passes - critic) * policy + critic * value
 
 
 SETUPS = {
