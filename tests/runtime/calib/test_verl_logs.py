@@ -39,6 +39,26 @@ def test_console_lines_with_ray_prefixes_and_numpy_reprs(tmp_path: Path) -> None
     }
 
 
+def test_ray_colour_codes_and_ppos_critic_timers(tmp_path: Path) -> None:
+    """Ray colours the worker prefix when it prints to a terminal (play-verl's PPO logs)."""
+    log = tmp_path / "ppo.log"
+    line = (
+        "\x1b[36m(TaskRunner pid=3147479)\x1b[0m step:2 - global_seqlen/min:177669.000"
+        " - timing_s/gen:27.187 - timing_s/values:27.357 - timing_s/update_critic:99.165"
+        " - timing_s/update_actor:32.880 - perf/mfu/actor:0.265"
+    )
+    log.write_text(line + "\n")
+    assert read_verl_log(log) == {
+        2: {
+            "gen_s": 27.187,
+            "values_s": 27.357,
+            "update_critic_s": 99.165,
+            "update_actor_s": 32.88,
+            "mfu_actor": 0.265,
+        }
+    }
+
+
 def test_jsonl_records_and_old_timing_names(tmp_path: Path) -> None:
     log = tmp_path / "metrics.jsonl"
     records = [
