@@ -12,8 +12,10 @@ import yaml
 from cli_runner import cli, one_line_exit_2
 from rlguard.runtime.calib.calibrate import SCALED, fit_scales, rows_from_logs
 from rlguard.runtime.calib.coefficients import load_coefficients
-from rlguard.runtime.calib.job import job_profile, read_job
+from rlguard.runtime.calib.job import job_profile, job_setup, read_job
 from rlguard.runtime.calib.replay import replay, simulate
+from rlguard.runtime.sim.phases import scoring_s, training_s
+from rlguard.runtime.sim.workload import PromptPool
 
 JOB = {
     "model": "qwen2.5-0.5b",
@@ -54,10 +56,29 @@ def test_a_job_file_simulates_with_the_calibrated_profile(monkeypatch, capsys, t
     assert config["profile"]["phase_switch_s"] == pytest.approx(shipped.phase_switch_s)
 
 
+def test_a_ppo_job_whose_critic_keeps_padding_computes_its_passes_at_full_width(tmp_path) -> None:
+    """verl's critic leaves use_remove_padding off: its value pass and update run every sample
+    at max prompt + max response (1,536 tokens here); the policy's and reference's do not."""
+    phases = {}
+    for padded in (False, True):
+        path = job_file(tmp_path, algorithm="ppo", critic_remove_padding=not padded)
+        job = read_job(path)
+        setup = job_setup(job, str(path))
+        profile = job_profile(job, str(path), load_coefficients())
+        batch = PromptPool(setup.workload, 0).batch(0, 0, setup.prompts_per_step, setup.k)
+        phases[padded] = (scoring_s(batch, profile, setup), training_s(batch, profile, setup))
+    extra = (32 * 4 * (512 + 1024) - batch.sequence_tokens()) / 2  # each GPU's padding tokens
+    assert extra > 3 * batch.sequence_tokens() / 2
+    (score_padded, train_padded), (score, train) = phases[True], phases[False]
+    assert score_padded - score == pytest.approx(extra * profile.score_s_per_token)
+    assert train_padded - train == pytest.approx(extra * profile.train_s_per_token)
+
+
 @pytest.mark.parametrize(
     ("change", "needle"),
     [
         ({"model": "gpt-5"}, "unknown 'gpt-5'"),
+        ({"critic_remove_padding": "sometimes"}, "field 'critic_remove_padding'"),
         ({"gpu": "tpu"}, "field 'gpu'"),
         ({"n_gpus": 0}, "field 'n_gpus'"),
         ({"samples_per_prompt": None}, "field 'samples_per_prompt'"),

@@ -63,6 +63,10 @@ class JobFile(BaseModel):
     rollout_tp: int | None = Field(None, gt=0, description="default: the roofline's rule")
     algorithm: Literal["grpo", "ppo"] = "grpo"
     reference_model: bool = True
+    remove_padding: bool = Field(True, description="the actor's use_remove_padding")
+    critic_remove_padding: bool = Field(
+        True, description="critic.model.use_remove_padding (verl's default is false)"
+    )
     lora_rank: int = Field(0, ge=0)
     prompts_per_step: int = Field(gt=0)
     samples_per_prompt: int = Field(gt=0)
@@ -126,6 +130,8 @@ def job_setup(job: JobFile, where: str) -> Setup:
         profile=job.profile or f"calibrated {job.model} on {job.gpu}",
         algorithm=job.algorithm,
         reference_model=job.reference_model,
+        remove_padding=job.remove_padding,
+        critic_remove_padding=job.critic_remove_padding,
         prompts_per_step=job.prompts_per_step,
         k=job.samples_per_prompt,
         workload=workload,
