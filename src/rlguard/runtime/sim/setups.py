@@ -46,21 +46,26 @@ class Setup(BaseModel):
     warmup_epochs: int = Field(2, ge=1, description="epochs the length predictor has seen")
     measure_steps: int = Field(3, ge=1, description="steps simulated and averaged per seed")
 
+    @property
+    def critic(self) -> bool:
+        """PPO trains a critic, which scores (values) and updates once a step."""
+        return self.algorithm == "ppo"
+
     def scoring_passes(self) -> int:
         """Forward passes over every token before training (verl): the policy's old log-probs,
         the reference model's (for the KL), and PPO's critic values."""
-        return 1 + self.reference_model + (self.algorithm == "ppo")
+        return 1 + self.reference_model + self.critic
 
     def training_passes(self) -> int:
         """Updates per step: the policy, and PPO's critic."""
-        return 1 + (self.algorithm == "ppo")
+        return 1 + self.critic
 
     def pass_tokens(self, batch: TokenBatch, training: bool) -> np.ndarray:
         """(groups,) tokens the phase's passes compute on, summed over its passes: a model
         without remove-padding runs each sample at the batch's full width (max prompt plus max
         response), PPO's critic being one pass of each phase."""
         passes = self.training_passes() if training else self.scoring_passes()
-        critic = int(self.algorithm == "ppo")
+        critic = int(self.critic)
         real = batch.group_tokens()
         width = self.workload.max_prompt + self.workload.max_response
         padded = np.full_like(real, batch.k * width)
