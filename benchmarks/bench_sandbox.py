@@ -81,7 +81,7 @@ def _spawn(sandboxed: bool, root: Path, repeats: int = 20) -> list[float]:
 
         limits = Limits(1024 * MiB, 256, 0, 1024 * MiB, 64 * MiB)
         box = JobSandbox(0, str(job), str(root / "data"), tuple(code_roots()), limits, "x")
-        argv = bwrap_argv(box, argv, str(job), str(socket), [])
+        argv = bwrap_argv(box, argv, str(job), str(socket))
     times = []
     for _ in range(repeats):
         start = time.perf_counter()

@@ -1,7 +1,7 @@
 """A stop reaches exactly its own run: the job's processes in the run's cgroup, never another
 platform's job that holds the same uid on this host (two platforms both number their jobs' uids
-from UID_BASE), and a job cannot dodge it by making itself non-dumpable (/proc/PID then belongs
-to root)."""
+from UID_BASE), every rank of a multi-rank job (which must first meet inside its sandbox), and a
+job cannot dodge it by making itself non-dumpable (/proc/PID then belongs to root)."""
 
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from rlguard.platform.executor import JobProcess
+from rlguard.platform.executor import JobProcess, real_uid
 from rlguard.platform.jobhome import JobHome
 from rlguard.platform.jobview import code_roots, host_problem
 from rlguard.platform.sandbox import UID_BASE, JobSandbox, Limits
 
 SHARED_UID = UID_BASE + 99_999  # both "platforms" gave their first job this uid
-PYTHON = os.path.realpath(sys.executable)
+PYTHON = sys.executable
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -31,7 +31,7 @@ def sandboxing_host():
         pytest.skip(f"this host cannot sandbox jobs: {problem}")
 
 
-def start(tmp_path, name: str, code: str) -> JobProcess:
+def start(tmp_path, name: str, code: str, env: dict[str, str] | None = None) -> JobProcess:
     data = tmp_path / name
     job = data / "jobs" / "job-1"
     job.mkdir(parents=True)
@@ -42,7 +42,7 @@ def start(tmp_path, name: str, code: str) -> JobProcess:
     )
     argv = [PYTHON, "-c", code]
     home = JobHome("job-1", str(data / "jobs"), SHARED_UID)
-    run = JobProcess(argv, {}, home, str(data / "job.log"), sandbox)
+    run = JobProcess(argv, env or {}, home, str(data / "job.log"), sandbox)
     run.started()
     return run
 
@@ -57,6 +57,25 @@ def until_started(run: JobProcess) -> None:
 
 
 SLEEPER = "import time; print('started', flush=True); time.sleep(300)"
+RANK = """
+import time, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+total = torch.tensor([dist.get_rank() + 1.0])
+dist.all_reduce(total)
+print(f"rank {dist.get_rank()} of {dist.get_world_size()}: sum {total.item():.0f}", flush=True)
+dist.barrier()
+if dist.get_rank() == 0:
+    print("started", flush=True)
+time.sleep(300)
+"""
+# what `rlguard train --nproc 2` does through accelerate: torchrun starts the ranks, which meet
+# at a rendezvous on the sandbox's own loopback under its host name
+TORCHRUN = f"""
+import runpy, sys
+open("rank.py", "w").write({RANK!r})
+sys.argv = ["torchrun", "--nproc-per-node", "2", "rank.py"]
+runpy.run_module("torch.distributed.run", run_name="__main__")
+"""
 # PR_SET_DUMPABLE = 4: /proc/PID of this process now belongs to root
 UNDUMPABLE = "import ctypes; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); " + SLEEPER
 
@@ -83,4 +102,32 @@ def test_a_non_dumpable_job_still_gets_its_sigterm(tmp_path):
         assert run.terminate(grace_s=30) == 128 + signal.SIGTERM  # not the SIGKILL
         assert time.monotonic() - started < 30
     finally:
+        run.wait()
+
+
+def uid_processes(uid: int) -> list[int]:
+    return [pid for pid in (int(p.name) for p in Path("/proc").glob("[0-9]*")) if owner(pid) == uid]
+
+
+def owner(pid: int) -> int | None:
+    try:
+        return real_uid(pid)
+    except OSError:  # exited while we looked
+        return None
+
+
+def test_the_ranks_of_a_job_meet_and_a_stop_reaches_every_one(tmp_path):
+    run = start(tmp_path, "a", TORCHRUN, {"OMP_NUM_THREADS": "1"})
+    try:
+        until_started(run)
+        log = Path(run.log_path).read_text()
+        assert "rank 0 of 2: sum 3" in log and "rank 1 of 2: sum 3" in log
+        assert len(uid_processes(SHARED_UID)) >= 3  # torchrun and its two ranks
+        started = time.monotonic()
+        run.terminate(grace_s=30)
+        assert time.monotonic() - started < 30  # every rank took its SIGTERM: no SIGKILL needed
+        assert uid_processes(SHARED_UID) == []
+    finally:
+        if run.process.poll() is None:  # ranks that never met would wait for each other
+            run.terminate(grace_s=0)
         run.wait()

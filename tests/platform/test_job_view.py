@@ -103,7 +103,7 @@ def test_the_view_binds_the_job_dir_writable_and_code_read_only(tmp_path):
     code = tmp_path / "code"
     code.mkdir()
     sandbox = _sandbox(tmp_path, [str(code)])
-    argv = bwrap_argv(sandbox, ["true"], sandbox.job_dir, "/tmp/sock", [])
+    argv = bwrap_argv(sandbox, ["true"], sandbox.job_dir, "/tmp/sock")
     assert _binds(argv, "--bind") == [sandbox.job_dir, "/tmp/sock"]
     assert str(code) in _binds(argv, "--ro-bind")
     assert sandbox.data_dir not in _binds(argv, "--ro-bind") + _binds(argv, "--bind")
@@ -115,7 +115,7 @@ def test_the_view_binds_the_job_dir_writable_and_code_read_only(tmp_path):
 
 def test_a_read_only_root_holding_the_data_dir_is_hidden_under_a_tmpfs(tmp_path):
     sandbox = _sandbox(tmp_path, [str(tmp_path)])
-    argv = bwrap_argv(sandbox, ["true"], sandbox.job_dir, "/tmp/sock", [])
+    argv = bwrap_argv(sandbox, ["true"], sandbox.job_dir, "/tmp/sock")
     tmpfs = _binds(argv, "--tmpfs")
     assert sandbox.data_dir in tmpfs
     assert argv.index(sandbox.data_dir) > argv.index(str(tmp_path))  # mounted over the root
@@ -146,7 +146,7 @@ def test_a_read_only_root_holding_a_nodes_jobs_root_is_hidden_too(tmp_path):
     sandbox = replace(
         _sandbox(tmp_path, [str(tmp_path / "scratch")]), job_dir=str(node_root / "job-1")
     )
-    argv = bwrap_argv(sandbox, ["true"], sandbox.job_dir, "/tmp/sock", [])
+    argv = bwrap_argv(sandbox, ["true"], sandbox.job_dir, "/tmp/sock")
     assert str(node_root) in _binds(argv, "--tmpfs")
     assert argv.index(str(node_root)) > argv.index(str(tmp_path / "scratch"))
     assert argv.index("--bind") > argv.index(str(node_root))
@@ -165,7 +165,7 @@ def test_a_train_config_under_a_nodes_root_is_bound_read_only_over_its_tmpfs(tmp
         _sandbox(tmp_path, [str(tmp_path / "scratch"), str(config)]),
         job_dir=str(node_root / "job-1"),
     )
-    argv = bwrap_argv(sandbox, ["true"], sandbox.job_dir, "/tmp/sock", [])
+    argv = bwrap_argv(sandbox, ["true"], sandbox.job_dir, "/tmp/sock")
     assert _binds(argv, "--ro-bind").count(str(config)) == 1
     assert argv.index(str(config)) > argv.index(str(node_root))  # over the tmpfs, not under
     dirs = _binds(argv, "--dir")

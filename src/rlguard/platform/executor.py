@@ -40,13 +40,14 @@ from rlguard.platform import jobspec
 from rlguard.platform.apiforward import ApiForward
 from rlguard.platform.artifacts import StoreUnavailable
 from rlguard.platform.client import JobReporter
+from rlguard.platform.confine import confine
 from rlguard.platform.jobhome import JobHome, make_private_parents, prepare, remove_job_files
-from rlguard.platform.joblimits import Cgroup, DiskWatch, set_rlimits
+from rlguard.platform.joblimits import Cgroup, DiskWatch
 from rlguard.platform.jobwatch import REPORT_RETRY_S, JobWatch
 from rlguard.platform.ray_head import NAMESPACE
 from rlguard.platform.raystate import DEAD, actor_name, alive_nodes, pending, run_fate
 from rlguard.platform.runlogs import file_tail, keep_log
-from rlguard.platform.sandbox import API_SOCKET, JobSandbox, bwrap_argv, gpu_nodes
+from rlguard.platform.sandbox import JobSandbox
 from rlguard.platform.uploader import (
     Allowance,
     BadCheckpointPath,
@@ -72,32 +73,6 @@ def _die_with_parent() -> None:
     process outlives its actor."""
     with contextlib.suppress(OSError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-ENV_KEPT = (
-    "PATH",
-    "LANG",
-    "LC_ALL",
-    "LC_CTYPE",
-    "TZ",
-    "PYTHONPATH",
-    "PYTHONHASHSEED",
-    "CUDA_VISIBLE_DEVICES",
-    "OMP_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "HF_HUB_OFFLINE",
-    "HF_DATASETS_OFFLINE",
-    "TRANSFORMERS_OFFLINE",
-    "TOKENIZERS_PARALLELISM",
-)
-"""What a sandboxed job inherits of the actor's environment; the rest (Ray's token path, the
-operator's keys and store URL) stays outside."""
-
-
-def sandbox_env(env: dict[str, str]) -> dict[str, str]:
-    kept = {k: os.environ[k] for k in ENV_KEPT if k in os.environ}
-    home = {"HOME": "/tmp", "TMPDIR": "/tmp", "USER": "job", "LOGNAME": "job"}
-    return {**kept, **home, **env, "RLGUARD_SOCKET": API_SOCKET}
 
 
 class JobProcess:
@@ -203,11 +178,10 @@ class JobProcess:
     def _spawn(self, env: dict[str, str]) -> None:
         argv, cwd = self.argv, self.job_dir
         try:
-            preexec = self._confine(argv, env, cwd) if self.sandbox else _die_with_parent
             if self.sandbox:
-                argv, env = self.argv_sandboxed, sandbox_env(env)
+                argv, env, preexec = self._confine(argv, env, cwd)
             else:
-                env = {**os.environ, **env}
+                env, preexec = {**os.environ, **env}, _die_with_parent
             with open(self.log_path, "ab") as log:
                 self.process = subprocess.Popen(
                     argv,
@@ -245,24 +219,19 @@ class JobProcess:
         return JobWatch(spec, cwd, reporter, stop_job, self.log_path)
 
     def _confine(self, argv: list[str], env: dict[str, str], cwd: str):  # type: ignore[no-untyped-def]
-        """Set up the run's socket, cgroup and disk watch; the child's pre-exec step."""
+        """Set up the run's socket, cgroup and disk watch; the sandboxed command line, its
+        environment and the child's pre-exec step."""
         sandbox = self.sandbox
         assert sandbox is not None
         self.run_dir = tempfile.mkdtemp(prefix="rlguard-run-")
         socket_path = os.path.join(self.run_dir, "api.sock")
         self.forward = ApiForward(socket_path, sandbox.api_url)
-        self.cgroup = Cgroup(os.path.basename(self.run_dir), sandbox.limits)
+        ray_ids = [str(i) for i in ray.get_gpu_ids()] if ray.is_initialized() else []
+        name = os.path.basename(self.run_dir)
+        confined = confine(sandbox, argv, env, cwd, socket_path, ray_ids, name, _die_with_parent)
+        self.cgroup = confined.cgroup
         self.watch = DiskWatch(Path(sandbox.job_dir), sandbox.limits.disk_bytes, self._over_disk)
-        gpus = [str(i) for i in ray.get_gpu_ids()] if ray.is_initialized() else []
-        self.argv_sandboxed = bwrap_argv(sandbox, argv, cwd, socket_path, gpu_nodes(gpus))
-        cgroup, limits = self.cgroup, sandbox.limits
-
-        def preexec() -> None:
-            _die_with_parent()
-            cgroup.join()
-            set_rlimits(limits)
-
-        return preexec
+        return confined.argv, confined.env, confined.preexec
 
     def _over_disk(self, message: str) -> None:
         """Kill first, then say why: the log's last line is the job's error message."""

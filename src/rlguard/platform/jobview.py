@@ -66,7 +66,7 @@ def host_problem() -> str | None:
         os.chown(job, UID_BASE, UID_BASE)
         limits = Limits(64 * MiB, 64, 0, 64 * MiB, 16 * MiB)
         trial = JobSandbox(UID_BASE, str(job), str(data), (), limits, "http://127.0.0.1:1")
-        argv = bwrap_argv(trial, ["/bin/sh", "-c", "touch ok"], str(job), str(socket), [])
+        argv = bwrap_argv(trial, ["/bin/sh", "-c", "touch ok"], str(job), str(socket))
         done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
         if done.returncode != 0 or not (job / "ok").is_file():
             error = (done.stderr.strip().splitlines() or ["no output"])[-1]

@@ -15,16 +15,19 @@ What the job sees (everything else does not exist for it):
     and nothing else of the platform's data directory (an empty tmpfs hides it if a read-only
     root contains it);
   * a private /tmp and /dev/shm (tmpfs of a fixed size), a minimal /dev plus the device nodes
-    of the GPUs Ray assigned the run, and /proc of its own PID namespace;
+    of the GPUs Ray assigned the run (gpus.py), and /proc of its own PID namespace;
   * its own network namespace (a loopback shared by its ranks, nothing else) and the platform's
-    API as a unix socket at API_SOCKET, forwarded by the actor (`apiforward.py`).
+    API as a unix socket at API_SOCKET, forwarded by the actor (`apiforward.py`);
+  * of the actor's environment only ENV_KEPT (`sandbox_env`).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+
+from rlguard.platform.gpus import NO_GPUS, GpuBinding
 
 API_SOCKET = "/run/rlguard/api.sock"
 UID_BASE = 2_000_000_000
@@ -47,13 +50,40 @@ ETC_FILES = (
     "/etc/ca-certificates",
     "/etc/fonts",  # matplotlib's fontconfig
 )
+HOSTNAME = "localhost"
+"""The job's host name: one the host's /etc/hosts resolves to loopback, the only network a job
+has. torchrun's rendezvous and gloo advertise the host name to the ranks; under a name that does
+not resolve a multi-rank job waited forever."""
 MOUNTED = {"/tmp", "/dev", "/dev/shm", "/proc", "/usr"}  # the sandbox's own mounts
-GPU_SHARED_NODES = (
-    "/dev/nvidiactl",
-    "/dev/nvidia-uvm",
-    "/dev/nvidia-uvm-tools",
-    "/dev/nvidia-modeset",
+
+
+ENV_KEPT = (
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "PYTHONPATH",
+    "PYTHONHASHSEED",
+    "CUDA_VISIBLE_DEVICES",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "HF_HUB_OFFLINE",
+    "HF_DATASETS_OFFLINE",
+    "TRANSFORMERS_OFFLINE",
+    "TOKENIZERS_PARALLELISM",
 )
+"""What a sandboxed job inherits of the actor's environment; the rest (Ray's token path, the
+operator's keys and store URL) stays outside."""
+
+
+def sandbox_env(env: dict[str, str], gpus: GpuBinding) -> dict[str, str]:
+    """A sandboxed job's whole environment: the kept part of the actor's, then the job's own,
+    then which GPUs CUDA sees (gpus.py)."""
+    kept = {k: os.environ[k] for k in ENV_KEPT if k in os.environ}
+    home = {"HOME": "/tmp", "TMPDIR": "/tmp", "USER": "job", "LOGNAME": "job"}
+    visible = {} if gpus.visible is None else {"CUDA_VISIBLE_DEVICES": gpus.visible}
+    return {**kept, **home, **env, **visible, "RLGUARD_SOCKET": API_SOCKET}
 
 
 @dataclass(frozen=True)
@@ -79,17 +109,6 @@ class JobSandbox:
     api_url: str  # what the socket forwards to
     bwrap: str = "bwrap"
     setpriv: str = "setpriv"
-    extra_dev: tuple[str, ...] = field(default_factory=tuple)
-
-
-def gpu_nodes(gpu_ids: list[str]) -> list[str]:
-    """The device nodes of the GPUs Ray assigned this run (and the driver's shared nodes),
-    those that exist on this node."""
-    if not gpu_ids:
-        return []
-    wanted = [f"/dev/nvidia{i}" for i in gpu_ids if str(i).isdigit()]
-    wanted += [*GPU_SHARED_NODES, "/dev/nvidia-caps"]
-    return [p for p in wanted if os.path.exists(p)]
 
 
 def _ancestors(paths: list[str]) -> list[str]:
@@ -129,7 +148,7 @@ def _dirs(directories: list[str]) -> list[str]:
 
 
 def bwrap_argv(
-    sandbox: JobSandbox, argv: list[str], cwd: str, socket: str, gpus: list[str]
+    sandbox: JobSandbox, argv: list[str], cwd: str, socket: str, gpus: GpuBinding = NO_GPUS
 ) -> list[str]:
     """The command line that runs `argv` in `sandbox` (from the actor, as root)."""
     limits, data = sandbox.limits, sandbox.data_dir
@@ -147,12 +166,12 @@ def bwrap_argv(
         "--unshare-cgroup-try",
         "--die-with-parent",
         "--hostname",
-        "rlguard-job",
+        HOSTNAME,
         "--proc",
         "/proc",
         "--dev",
         "/dev",
-        *[a for node in [*gpus, *sandbox.extra_dev] for a in ("--dev-bind", node, node)],
+        *[a for node in gpus.nodes for a in ("--dev-bind", node, node)],
     ]
     for tmp in ("/tmp", "/dev/shm"):
         args += ["--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", tmp]
