@@ -26,7 +26,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -46,6 +45,7 @@ from rlguard.platform.joblimits import Cgroup, DiskWatch
 from rlguard.platform.jobwatch import REPORT_RETRY_S, JobWatch
 from rlguard.platform.ray_head import NAMESPACE
 from rlguard.platform.raystate import DEAD, actor_name, alive_nodes, pending, run_fate
+from rlguard.platform.rundir import RunDir, sweep
 from rlguard.platform.runlogs import file_tail, keep_log
 from rlguard.platform.sandbox import JobSandbox
 from rlguard.platform.uploader import (
@@ -110,6 +110,7 @@ class JobProcess:
         self._failure: BaseException | None = None
         self.forward: ApiForward | None = None
         self.cgroup: Cgroup | None = None
+        self.run_dir: RunDir | None = None
         self.watch: DiskWatch | None = None
         self.job_watch: JobWatch | None = None
 
@@ -223,11 +224,12 @@ class JobProcess:
         environment and the child's pre-exec step."""
         sandbox = self.sandbox
         assert sandbox is not None
-        self.run_dir = tempfile.mkdtemp(prefix="rlguard-run-")
-        socket_path = os.path.join(self.run_dir, "api.sock")
+        sweep()  # what runs whose actors died left on this node
+        self.run_dir = RunDir()
+        socket_path = str(self.run_dir.path / "api.sock")
         self.forward = ApiForward(socket_path, sandbox.api_url)
         ray_ids = [str(i) for i in ray.get_gpu_ids()] if ray.is_initialized() else []
-        name = os.path.basename(self.run_dir)
+        name = self.run_dir.path.name
         confined = confine(sandbox, argv, env, cwd, socket_path, ray_ids, name, _die_with_parent)
         self.cgroup = confined.cgroup
         self.watch = DiskWatch(Path(sandbox.job_dir), sandbox.limits.disk_bytes, self._over_disk)
@@ -319,8 +321,8 @@ class JobProcess:
             self.forward.close()
         if self.cgroup is not None:
             self.cgroup.remove()
-        if self.sandbox is not None and getattr(self, "run_dir", None):
-            shutil.rmtree(self.run_dir, ignore_errors=True)
+        if self.run_dir is not None:
+            self.run_dir.remove()
 
 
 def signal_if_owned(pid: int, uid: int, signum: int) -> None:

@@ -123,9 +123,18 @@ class Cgroup:
         for run in self.dirs:
             _write(run / "cgroup.procs", pid)
 
-    def remove(self) -> None:
+    @classmethod
+    def existing(cls, name: str) -> Cgroup:
+        """The run's cgroup(s) of that name that exist now, whichever hierarchy made them."""
+        found = cls.__new__(cls)
+        places = [ROOT / PARENT, *(ROOT / c / PARENT for c in CONTROLLERS)]
+        found.dirs = [place / name for place in places if (place / name).is_dir()]
+        return found
+
+    def remove(self, attempts: int = 50) -> bool:
+        """Whether every directory is gone (one still holding a process stays)."""
         for run in self.dirs:
-            for _ in range(50):  # the kernel frees a cgroup a moment after its last process
+            for _ in range(attempts):  # the kernel frees a cgroup a moment after its last process
                 try:
                     run.rmdir()
                     break
@@ -133,6 +142,7 @@ class Cgroup:
                     break
                 except OSError:
                     time.sleep(0.1)
+        return not any(run.is_dir() for run in self.dirs)
 
 
 def set_rlimits(limits: Limits) -> None:
