@@ -53,6 +53,13 @@ def test_ray_ids_bind_their_gpus_minor_nodes_and_name_them_by_uuid(node):
     assert binding.visible == "GPU-aaaa,GPU-cccc"
 
 
+def test_ray_ids_that_are_uuids_bind_those_gpus(node):
+    driver, dev = node  # a node whose Ray was started with CUDA_VISIBLE_DEVICES=GPU-...
+    binding = gpus.bind(["GPU-cccc"], driver, dev)
+    assert binding.nodes[0] == str(dev / "nvidia1")
+    assert binding.visible == "GPU-cccc"
+
+
 def test_without_the_drivers_list_the_ids_are_minor_numbers(node, tmp_path):
     _, dev = node
     binding = gpus.bind(["1"], tmp_path / "no-driver", dev)

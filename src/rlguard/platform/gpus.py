@@ -1,7 +1,8 @@
 """Which GPU device nodes a sandboxed run gets, and how CUDA inside is told which GPUs they are.
 
 Ray hands a run GPU ids: CUDA indices on the node (PCI bus order on a node of one GPU model;
-set CUDA_DEVICE_ORDER=PCI_BUS_ID for Ray on a mixed one). Two things differ inside the sandbox:
+set CUDA_DEVICE_ORDER=PCI_BUS_ID for Ray on a mixed one), or UUIDs where the node's Ray was
+started with CUDA_VISIBLE_DEVICES naming them. Two things differ inside the sandbox:
   * a GPU's device node is /dev/nvidiaM, M its minor number, which the driver need not give in
     the order of CUDA's indices;
   * CUDA inside sees only the GPUs whose nodes are bound, so an index meant for the node's
@@ -52,13 +53,20 @@ def node_gpus(driver: Path = DRIVER_GPUS) -> list[Gpu]:
     return gpus
 
 
+def _listed(ray_id: str, listed: list[Gpu]) -> Gpu | None:
+    """Ray's id as a CUDA index, or as a UUID (a node started with CUDA_VISIBLE_DEVICES=GPU-...)."""
+    if ray_id.isdigit():
+        return listed[int(ray_id)] if int(ray_id) < len(listed) else None
+    return next((g for g in listed if g.uuid == ray_id), None)
+
+
 def bind(ray_ids: list[str], driver: Path = DRIVER_GPUS, dev: Path = DEV) -> GpuBinding:
     """The binding for the GPUs Ray assigned a run: only device nodes that exist here."""
     if not ray_ids:
         return NO_GPUS
     listed = node_gpus(driver)
-    if all(i.isdigit() and int(i) < len(listed) for i in ray_ids):
-        mine = [listed[int(i)] for i in ray_ids]
+    mine = [g for i in ray_ids if (g := _listed(i, listed)) is not None]
+    if len(mine) == len(ray_ids):
         minors, visible = [g.minor for g in mine], ",".join(g.uuid for g in mine)
     else:
         minors, visible = [int(i) for i in ray_ids if i.isdigit()], None
