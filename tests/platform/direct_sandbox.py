@@ -1,6 +1,6 @@
 """Code run as a sandboxed job's process directly, as a run's actor starts it (confine.py) but
 without Ray or a server: for the tests and benchmarks of what the sandbox gives a job on a node
-(tests/platform/test_sandbox_direct.py, benchmarks/bench_sandbox_gpu.py)."""
+(tests/platform/test_sandbox_direct.py, test_job_signals.py, benchmarks/bench_sandbox_gpu.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,14 @@ from rlguard.platform.sandbox import UID_BASE, JobSandbox, Limits
 UID = UID_BASE + 900_000  # far above the job numbers of the suite's platforms
 
 
+def job_sandbox(data: Path, job_id: str, uid: int, limits: Limits) -> JobSandbox:
+    """The sandbox of job `job_id` of the data directory `data` (its directory made, the uid's)."""
+    job = data / "jobs" / job_id
+    job.mkdir(parents=True)
+    os.chown(job, uid, uid)
+    return JobSandbox(uid, str(job), str(data), tuple(code_roots()), limits, "http://0.0.0.0:1")
+
+
 def run_job(
     workdir: Path,
     code: str,
@@ -25,16 +33,12 @@ def run_job(
     timeout_s: float = 120,
 ) -> subprocess.CompletedProcess:
     """`python -c code` as a job of its own data directory under `workdir` (made here)."""
-    data = workdir / "data"
-    job = data / "jobs" / "job"
-    job.mkdir(parents=True)
-    os.chown(job, UID, UID)
+    sandbox = job_sandbox(workdir / "data", "job", UID, limits)
     socket = workdir / "api.sock"
     socket.touch()
-    sandbox = JobSandbox(UID, str(job), str(data), tuple(code_roots()), limits, "http://0.0.0.0:1")
     argv = [sys.executable, "-c", code]
     name = f"direct-{os.getpid()}-{workdir.name}"
-    confined = confine(sandbox, argv, env or {}, str(job), str(socket), list(ray_ids), name)
+    confined = confine(sandbox, argv, env or {}, sandbox.job_dir, str(socket), list(ray_ids), name)
     try:
         return subprocess.run(
             confined.argv,

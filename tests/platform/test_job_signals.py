@@ -12,11 +12,12 @@ import time
 from pathlib import Path
 
 import pytest
+from direct_sandbox import job_sandbox
 
 from rlguard.platform.executor import JobProcess, real_uid
 from rlguard.platform.jobhome import JobHome
-from rlguard.platform.jobview import code_roots, host_problem
-from rlguard.platform.sandbox import UID_BASE, JobSandbox, Limits
+from rlguard.platform.jobview import host_problem
+from rlguard.platform.sandbox import UID_BASE, Limits
 
 SHARED_UID = UID_BASE + 99_999  # both "platforms" gave their first job this uid
 PYTHON = sys.executable
@@ -33,13 +34,7 @@ def sandboxing_host():
 
 def start(tmp_path, name: str, code: str, env: dict[str, str] | None = None) -> JobProcess:
     data = tmp_path / name
-    job = data / "jobs" / "job-1"
-    job.mkdir(parents=True)
-    os.chown(job, SHARED_UID, SHARED_UID)
-    limits = Limits(1 << 30, 64, 0, 1 << 30, 1 << 26)
-    sandbox = JobSandbox(
-        SHARED_UID, str(job), str(data), tuple(code_roots()), limits, "http://127.0.0.1:1"
-    )
+    sandbox = job_sandbox(data, "job-1", SHARED_UID, Limits(1 << 30, 64, 0, 1 << 30, 1 << 26))
     argv = [PYTHON, "-c", code]
     home = JobHome("job-1", str(data / "jobs"), SHARED_UID)
     run = JobProcess(argv, env or {}, home, str(data / "job.log"), sandbox)
