@@ -32,7 +32,7 @@ from rlguard.runtime.calib.comm import (
     optimizer_sync_s,
     tensor_parallel_s_per_token,
 )
-from rlguard.runtime.sim.hardware import GB, H100, QWEN25_7B
+from rlguard.runtime.sim.hardware import H100, QWEN25_7B
 
 DATA = files("rlguard.runtime") / "data" / "megatron_practice.csv"
 MINI_BATCHES = 512 // 32  # optimizer steps a step: 512 prompts, 32 a mini-batch
@@ -65,15 +65,12 @@ def per_token_s(row: dict[str, str], train: bool) -> float:
 
 
 def fixed_s(row: dict[str, str], train: bool) -> float:
-    """The model's seconds a step that do not grow with tokens."""
-    c, model = load_coefficients(), QWEN25_7B
-    if not train:
-        return c.pass_s_per_layer * model.layers + c.pass_s_per_gb * model.weight_bytes / GB
-    sync = 0.0
-    if row["backend"] == "megatron":
-        tp = int(row["tp"])
-        sync = MINI_BATCHES * optimizer_sync_s(model, H100, tp, 1, int(row["n_gpus"]) // tp)
-    return c.update_s_per_layer * model.layers + sync
+    """The model's seconds a step that do not grow with tokens: Megatron's optimizer sync (the
+    rows state no offload, verl's default being none, so no offload costs)."""
+    if not train or row["backend"] != "megatron":
+        return 0.0
+    tp = int(row["tp"])
+    return MINI_BATCHES * optimizer_sync_s(QWEN25_7B, H100, tp, 1, int(row["n_gpus"]) // tp)
 
 
 def predict(a: dict[str, str], b: dict[str, str], phase: str) -> float:

@@ -23,10 +23,10 @@ TRUTH = Coefficients(
     switch_s=3.0,
     switch_s_per_gb=0.4,
     forward=3.0,
-    pass_s_per_layer=0.05,
-    pass_s_per_gb=0.02,
+    offload_pass_s_per_layer=0.05,
+    offload_pass_s_per_gb=0.02,
     train=3.5,
-    update_s_per_layer=0.1,
+    offload_update_s_per_layer=0.1,
     micro_s_per_layer=2e-3,
     train_micro_s_per_layer=6e-3,
 )
@@ -41,12 +41,15 @@ RUNS = [
     ("qwen2.5-32b", "h100", 8, 8, 64, 5, 250.0, 0.0, False, 32),
     ("qwen2-7b", "l20", 16, 2, 64, 5, 260.0, 0.02, False, 0),
 ]
-# trainer layouts other than the default FSDP: Megatron over PCIe, FSDP exposed over PCIe
+# trainer layouts other than the default FSDP: Megatron over PCIe, FSDP exposed over PCIe,
+# parameters offloaded
 TRAINERS = {
     7: {"actor_strategy": "megatron", "train_tp": 4, "train_pp": 2, "train_vpp": 2},
     4: {"micro_batch_per_gpu": 1},
-    1: {"micro_batch_per_gpu": 8, "gradient_checkpointing": True},
+    1: {"micro_batch_per_gpu": 8, "gradient_checkpointing": True, "param_offload": True},
     3: {"micro_batch_per_gpu": 4, "log_prob_micro_batch_per_gpu": 16},
+    5: {"param_offload": True},
+    6: {"param_offload": True},
 }
 
 
@@ -100,7 +103,8 @@ def test_the_fit_reproduces_the_steps_of_a_known_model() -> None:
         for phase in PHASES:
             assert simulated[phase] == pytest.approx(row.measured(phase), rel=0.02), (row, phase)
     assert fitted.forward == pytest.approx(TRUTH.forward, rel=1e-6)
-    assert fitted.update_s_per_layer == pytest.approx(TRUTH.update_s_per_layer, rel=1e-6)
+    for name in ("offload_pass_s_per_layer", "offload_pass_s_per_gb", "offload_update_s_per_layer"):
+        assert getattr(fitted, name) == pytest.approx(getattr(TRUTH, name), rel=1e-6), name
     assert fitted.micro_s_per_layer == pytest.approx(TRUTH.micro_s_per_layer, rel=1e-6)
     assert fitted.train_micro_s_per_layer == pytest.approx(TRUTH.train_micro_s_per_layer, rel=1e-6)
 

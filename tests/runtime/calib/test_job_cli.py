@@ -14,6 +14,7 @@ from rlguard.runtime.calib.calibrate import SCALED, fit_scales, rows_from_logs
 from rlguard.runtime.calib.coefficients import load_coefficients
 from rlguard.runtime.calib.job import job_profile, job_setup, read_job
 from rlguard.runtime.calib.replay import replay, simulate
+from rlguard.runtime.sim.hardware import GB, model_spec
 from rlguard.runtime.sim.phases import scoring_s, training_s
 from rlguard.runtime.sim.workload import PromptPool
 
@@ -74,6 +75,29 @@ def test_a_ppo_job_whose_critic_keeps_padding_computes_its_passes_at_full_width(
     assert train_padded - train == pytest.approx(extra * profile.train_s_per_token)
 
 
+def test_only_a_job_with_offloaded_parameters_pays_the_offload_costs(tmp_path) -> None:
+    """verl's `param_offload` brings every layer back to the GPU for each pass and update: the
+    fitted fixed costs are charged per pass and update to such a job, and to no other."""
+    c, model = load_coefficients(), model_spec("qwen2.5-0.5b", "model")
+    phases = {}
+    for offload in (False, True):
+        path = job_file(tmp_path, algorithm="ppo", trainer={"param_offload": offload})
+        job = read_job(path)
+        setup = job_setup(job, str(path))
+        profile = job_profile(job, str(path), c)
+        batch = PromptPool(setup.workload, 0).batch(0, 0, setup.prompts_per_step, setup.k)
+        phases[offload] = (scoring_s(batch, profile, setup), training_s(batch, profile, setup))
+    per_pass = c.offload_pass_s_per_layer * model.layers + c.offload_pass_s_per_gb * (
+        model.weight_bytes / GB
+    )
+    (score_off, train_off), (score, train) = phases[True], phases[False]
+    assert per_pass > 0 and c.offload_update_s_per_layer > 0
+    assert score_off - score == pytest.approx(setup.scoring_passes() * per_pass)
+    assert train_off - train == pytest.approx(
+        setup.training_passes() * c.offload_update_s_per_layer * model.layers
+    )
+
+
 @pytest.mark.parametrize(
     ("change", "needle"),
     [
@@ -87,6 +111,7 @@ def test_a_ppo_job_whose_critic_keeps_padding_computes_its_passes_at_full_width(
         ({"batch": 3}, "field 'batch'"),
         ({"trainer": {"strategy": "megatron", "tp": 4}}, "tp x pp = 4 does not divide 2 GPUs"),
         ({"trainer": {"micro_batch_per_gpu": 0}}, "trainer.micro_batch_per_gpu"),
+        ({"trainer": {"param_offload": "cpu"}}, "trainer.param_offload"),
     ],
 )
 def test_bad_job_fields_are_one_line_exit_2(monkeypatch, capsys, tmp_path, change, needle):

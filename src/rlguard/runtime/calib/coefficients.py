@@ -14,15 +14,18 @@ model and GPU in runtime/sim/hardware.py. The terms are the ones the measurement
 - prefill: `prefill` x its matmuls at peak;
 - the phase switch per step (weights into the engine, its wake and sleep): `switch_s` +
   `switch_s_per_gb` per GB of weights each GPU holds;
-- scoring: `forward` x its FLOPs at peak (1 / MFU), plus per pass `pass_s_per_layer` per layer
-  and `pass_s_per_gb` per GB of weights (offloaded weights brought back, layers gathered), plus
-  `micro_s_per_layer` per micro-batch and layer on each data-parallel rank (the launches,
+- scoring: `forward` x its FLOPs at peak (1 / MFU), plus `micro_s_per_layer` per micro-batch
+  and layer on each data-parallel rank (the launches,
   synchronisations and small kernels a micro-batch pays whatever its size: with them a
   trainer's efficiency falls with shorter sequences and smaller micro-batches, and more on a
   GPU whose compute is fast, instead of one constant MFU);
 - training: `train` x its FLOPs at peak (with gradient checkpointing the forward twice), plus
-  `update_s_per_layer` per layer per update and `train_micro_s_per_layer` per micro-batch and
-  layer (forward and backward);
+  `train_micro_s_per_layer` per micro-batch and layer (forward and backward);
+- with parameters offloaded to the CPU (verl's `param_offload`), fixed costs that a run without
+  offload does not pay: per scoring pass `offload_pass_s_per_layer` per layer and
+  `offload_pass_s_per_gb` per GB of weights, per update `offload_update_s_per_layer` per layer
+  (verl moves every layer's FSDP unit to the GPU before a pass and back after it; fitted on the
+  offloaded runs, whose fixed costs the 0.5B runs without offload measure no trace of);
 - in both, the trainer layout's exposed communication at datasheet interconnect bandwidth
   (runtime/calib/comm.py: no coefficient), and a pipeline's bubble stretches the compute.
 """
@@ -67,10 +70,16 @@ class Coefficients(BaseModel):
     switch_s: float = Field(ge=0, description="phase switch per step")
     switch_s_per_gb: float = Field(ge=0, description="phase switch per GB of weights per GPU")
     forward: float = Field(ge=0, description="x peak-FLOPs time of a scoring pass (1 / MFU)")
-    pass_s_per_layer: float = Field(ge=0, description="per scoring pass and layer")
-    pass_s_per_gb: float = Field(ge=0, description="per scoring pass and GB of weights")
+    offload_pass_s_per_layer: float = Field(
+        ge=0, description="per scoring pass and layer, parameters offloaded"
+    )
+    offload_pass_s_per_gb: float = Field(
+        ge=0, description="per scoring pass and GB of weights, parameters offloaded"
+    )
     train: float = Field(ge=0, description="x peak-FLOPs time of an update (1 / MFU)")
-    update_s_per_layer: float = Field(ge=0, description="per update and layer")
+    offload_update_s_per_layer: float = Field(
+        ge=0, description="per update and layer, parameters offloaded"
+    )
     micro_s_per_layer: float = Field(
         0.0, ge=0, description="per scoring micro-batch and layer on a data-parallel rank"
     )
@@ -122,9 +131,12 @@ def calibrated_profile(
         gpus_per_actor=tp,
         kv_capacity_tokens=max(1, int(tp * kv_free // model.kv_bytes_per_token)),
         phase_switch_s=c.switch_s + c.switch_s_per_gb * model.weight_bytes / tp / GB,
-        score_s_per_pass=c.pass_s_per_layer * model.layers
-        + c.pass_s_per_gb * model.weight_bytes / GB,
-        train_s_per_update=c.update_s_per_layer * model.layers,
+        score_s_per_pass=layout.offload
+        * (
+            c.offload_pass_s_per_layer * model.layers
+            + c.offload_pass_s_per_gb * model.weight_bytes / GB
+        ),
+        train_s_per_update=layout.offload * c.offload_update_s_per_layer * model.layers,
     )
 
 

@@ -68,6 +68,7 @@ class TrainLayout:
     sequence_tokens: float
     log_prob_micro_batch: int | None = None  # scoring's micro-batch; None: `micro_batch`
     recompute: bool = False  # gradient checkpointing: the update runs each forward twice
+    offload: bool = False  # parameters kept on the CPU between passes (verl's param_offload)
 
     @property
     def dp(self) -> int:
@@ -114,6 +115,11 @@ class TrainerSettings(BaseModel):
         description="activation recompute in the update (`enable_gradient_checkpointing`; "
         "Megatron recomputes only with a `recompute_granularity`)",
     )
+    param_offload: bool = Field(
+        False,
+        description="parameters kept on the CPU and brought back for every pass and update "
+        "(`fsdp_config.param_offload`)",
+    )
 
     def check(self, n_gpus: int) -> None:
         """A Megatron layout must split the GPUs into whole data-parallel replicas."""
@@ -133,6 +139,7 @@ class TrainerSettings(BaseModel):
             tokens,
             self.log_prob_micro_batch_per_gpu,
             self.gradient_checkpointing,
+            self.param_offload,
         )
 
 

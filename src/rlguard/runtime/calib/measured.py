@@ -43,6 +43,9 @@ class MeasuredStep(BaseModel):
     n_gpus: int = Field(gt=0)
     rollout_tp: int = Field(gt=0)
     engine: Literal["vllm", "sglang"] = "vllm"
+    vllm_engine: Literal["v0", "v1"] = Field(
+        "v0", description="vLLM's engine generation, as the run's log shows it (V1 from 0.8)"
+    )
     enforce_eager: bool | None = None
     max_num_seqs: int | None = Field(None, gt=0)
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
@@ -119,6 +122,7 @@ class MeasuredStep(BaseModel):
             mini_batch_prompts=self.mini_batch_prompts,
             log_prob_micro_batch_per_gpu=self.log_prob_micro_batch_per_gpu,
             gradient_checkpointing=self.gradient_checkpointing,
+            param_offload=self.param_offload,
         )
 
     def layout(self) -> TrainLayout:

@@ -33,8 +33,8 @@ from rlguard.runtime.sim.workload import PromptPool, TokenBatch
 
 GENERATION = ("memory", "eager_s_per_layer", "lora_s_per_seq_layer", "prefill")
 SWITCH = ("switch_s", "switch_s_per_gb")
-SCORING = ("forward", "pass_s_per_layer", "pass_s_per_gb", "micro_s_per_layer")
-TRAINING = ("train", "update_s_per_layer", "train_micro_s_per_layer")
+SCORING = ("forward", "offload_pass_s_per_layer", "offload_pass_s_per_gb", "micro_s_per_layer")
+TRAINING = ("train", "offload_update_s_per_layer", "train_micro_s_per_layer")
 
 
 def engine_of(row: MeasuredStep) -> EngineArgs:
@@ -131,21 +131,23 @@ def generation_features(job: Replay) -> tuple[np.ndarray, np.ndarray]:
 def scoring_features(job: Replay) -> tuple[np.ndarray, float]:
     """Scoring = this . SCORING + the second value, the exposed communication (no coefficient
     scales it): (forward FLOPs time at peak over all GPUs, stretched by a pipeline's bubble;
-    pass-layers; pass-GBs of weights; micro-batch-layers on each data-parallel rank)."""
+    offloaded pass-layers; offloaded pass-GBs of weights; micro-batch-layers on each
+    data-parallel rank)."""
     passes, model, layout = job.setup.scoring_passes(), job.model, job.row.layout()
     flops = 2 * model.params
     tokens, real = _tokens(job, training=False)  # each GPU's share: computed, real
     comm = comm_s_per_token(model, job.gpu, layout, flops, False, job.row.lora_rank > 0)
     compute = tokens * layout.stretch() * flops / job.gpu.bf16_flops
     micro = real * layout.micro_batch_layers_per_token(model.layers, train=False)
-    per_pass = [passes * model.layers, passes * model.weight_bytes / GB]
+    offloaded = passes * layout.offload
+    per_pass = [offloaded * model.layers, offloaded * model.weight_bytes / GB]
     return np.array([compute, *per_pass, micro]), tokens * comm
 
 
 def training_features(job: Replay) -> tuple[np.ndarray, float]:
     """Training = this . TRAINING + the exposed communication: (update FLOPs time at peak over
     all GPUs, stretched by a pipeline's bubble, the forward twice with gradient checkpointing;
-    update-layers; micro-batch-layers on each data-parallel rank)."""
+    offloaded update-layers; micro-batch-layers on each data-parallel rank)."""
     updates, model, layout = job.setup.training_passes(), job.model, job.row.layout()
     lora = job.row.lora_rank > 0
     flops = train_flops_per_token(model, lora, layout.recompute)
@@ -153,7 +155,8 @@ def training_features(job: Replay) -> tuple[np.ndarray, float]:
     comm = comm_s_per_token(model, job.gpu, layout, flops, True, lora)
     compute = tokens * layout.stretch() * flops / job.gpu.bf16_flops
     micro = real * layout.micro_batch_layers_per_token(model.layers, train=True)
-    return np.array([compute, updates * model.layers, micro]), tokens * comm
+    offloaded = updates * layout.offload * model.layers
+    return np.array([compute, offloaded, micro]), tokens * comm
 
 
 def _tokens(job: Replay, training: bool) -> tuple[float, float]:
