@@ -15,17 +15,17 @@ model and GPU in runtime/sim/hardware.py. The terms are the ones the measurement
 - the phase switch per step (weights into the engine, its wake and sleep): `switch_s` +
   `switch_s_per_gb` per GB of weights each GPU holds;
 - scoring: `forward` x its FLOPs at peak (1 / MFU), plus `micro_s_per_layer` per micro-batch
-  and layer on each data-parallel rank (the launches,
-  synchronisations and small kernels a micro-batch pays whatever its size: with them a
-  trainer's efficiency falls with shorter sequences and smaller micro-batches, and more on a
-  GPU whose compute is fast, instead of one constant MFU);
+  and layer on each data-parallel rank (the launches, synchronisations and small kernels a
+  micro-batch pays whatever its size: with them a trainer's efficiency falls with shorter
+  sequences and smaller micro-batches, and more on a GPU whose compute is fast, instead of one
+  constant MFU);
 - training: `train` x its FLOPs at peak (with gradient checkpointing the forward twice), plus
   `train_micro_s_per_layer` per micro-batch and layer (forward and backward);
 - with parameters offloaded to the CPU (verl's `param_offload`), fixed costs that a run without
   offload does not pay: per scoring pass `offload_pass_s_per_layer` per layer and
   `offload_pass_s_per_gb` per GB of weights, per update `offload_update_s_per_layer` per layer
-  (verl moves every layer's FSDP unit to the GPU before a pass and back after it; fitted on the
-  offloaded runs, whose fixed costs the 0.5B runs without offload measure no trace of);
+  (verl moves every layer's FSDP unit to the GPU before a pass and back after it; the 0.5B
+  runs without offload measure no trace of these costs);
 - in both, the trainer layout's exposed communication at datasheet interconnect bandwidth
   (runtime/calib/comm.py: no coefficient), and a pipeline's bubble stretches the compute.
 """
