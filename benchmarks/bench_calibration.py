@@ -54,7 +54,7 @@ def table(errors: list[RunError], outside: set[str], held: set[str]) -> list[dic
     return [
         {
             "run": e.run,
-            "out_of_domain": e.run in outside,
+            "generation_out_of_domain": e.run in outside,
             "held_out": e.run in held,
             "phase": e.phase,
             "steps": e.steps,
@@ -67,8 +67,9 @@ def table(errors: list[RunError], outside: set[str], held: set[str]) -> list[dic
 
 
 def in_sample(feats: list[Features], coefs: Coefficients) -> list[RunError]:
-    """Each covered run's errors under the fit to every covered run."""
-    runs = by_run(f.row for f in feats if not f.row.out_of_domain and not f.row.held_out)
+    """Each covered run's errors under the fit to every covered run (a run whose generation is
+    out of the domain included: its scoring and training are fitted)."""
+    runs = by_run(f.row for f in feats if not f.row.held_out)
     return [
         e
         for run in runs
@@ -178,7 +179,7 @@ def main() -> None:
     rows = read_measured()
     feats = features(rows)
     coefs = fit(feats)
-    fitted_rows = [r for r in rows if not r.out_of_domain and not r.held_out]
+    fitted_rows = [r for r in rows if not r.held_out]
     about = {
         "fitted_to": "runtime/data/verl_steps.csv",
         "runs": len(by_run(fitted_rows)),
@@ -186,9 +187,10 @@ def main() -> None:
         "command": "python benchmarks/bench_calibration.py",
     }
     loro = leave_one_run_out(feats)
-    reasons = {r.run: r.out_of_domain for r in rows if r.out_of_domain}
+    reasons = {r.run: r.generation_out_of_domain for r in rows if r.generation_out_of_domain}
     outside, held = set(reasons), {r.run for r in rows if r.held_out}
-    covered = [e for e in loro if e.run not in outside | held]
+    fitted_in = {(r.run, phase) for r in rows for phase in PHASES if r.fitted(phase)}
+    covered = [e for e in loro if (e.run, e.phase) in fitted_in]
     save_coefficients(coefs, args.coefficients, {**about, "leave_one_run_out": band_of(covered)})
     fitted = in_sample(feats, coefs)
     payload = {
@@ -209,7 +211,7 @@ def main() -> None:
             "runs": table([e for e in loro if e.run in held], outside, held),
         },
         "in_sample": {"summary": summary(fitted), "runs": table(fitted, outside, held)},
-        "out_of_domain": reasons,
+        "generation_out_of_domain": reasons,
         "communication_s": communication(feats),
         "interconnect_sensitivity": interconnect_sensitivity(feats, coefs),
         "above_roofline": above_roofline(feats),

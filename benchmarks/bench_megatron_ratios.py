@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from rlguard.io import write_json
-from rlguard.runtime.calib.coefficients import load_coefficients
+from rlguard.runtime.calib.coefficients import PFLOP, load_coefficients
 from rlguard.runtime.calib.comm import (
     fsdp_exposed_s_per_token,
     optimizer_sync_s,
@@ -53,7 +53,10 @@ def per_token_s(row: dict[str, str], train: bool) -> float:
     """GPU-seconds a token of one log-prob pass or one update on this row's layout."""
     c, model, gpu = load_coefficients(), QWEN25_7B, H100
     flops = (6 if train else 2) * model.params
-    compute = (c.train if train else c.forward) * flops / gpu.bf16_flops
+    at_peak, per_pflop = (
+        (c.train, c.train_s_per_pflop) if train else (c.forward, c.forward_s_per_pflop)
+    )
+    compute = (at_peak / gpu.bf16_flops + per_pflop / PFLOP) * flops
     budget = float(row["actor_max_tokens_per_gpu" if train else "logp_max_tokens_per_gpu"])
     tp = int(row["tp"]) if row["backend"] == "megatron" else 1
     overhead = c.train_micro_s_per_layer if train else c.micro_s_per_layer

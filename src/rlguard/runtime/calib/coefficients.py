@@ -21,6 +21,10 @@ model and GPU in runtime/sim/hardware.py. The terms are the ones the measurement
   constant MFU);
 - training: `train` x its FLOPs at peak (with gradient checkpointing the forward twice), plus
   `train_micro_s_per_layer` per micro-batch and layer (forward and backward);
+- in both, seconds per PFLOP whatever the GPU (`forward_s_per_pflop`, `train_s_per_pflop`): the
+  share of a pass that does not speed up with a GPU's peak, so its MFU falls on faster GPUs
+  (Qwen2-7B's full fine-tune, the same workload on both, reaches 0.78 of peak on H20s and about
+  half of that on H100s);
 - with parameters offloaded to the CPU (verl's `param_offload`), fixed costs that a run without
   offload does not pay: per scoring pass `offload_pass_s_per_layer` per layer and
   `offload_pass_s_per_gb` per GB of weights, per update `offload_update_s_per_layer` per layer
@@ -46,6 +50,7 @@ from rlguard.runtime.policies.profiles import TimeProfile
 from rlguard.runtime.sim.hardware import GB, GpuSpec, ModelSpec
 
 ACTIVATION_RESERVE = 2 * GB  # as the roofline: vLLM's profiled activation peak (assumption)
+PFLOP = 1e15
 COLD_START_S, LOAD_BYTES_PER_S = 25.0, 1.55 * GB  # as the roofline (REFERENCE s5, ServerlessLLM)
 
 
@@ -82,6 +87,12 @@ class Coefficients(BaseModel):
     )
     micro_s_per_layer: float = Field(
         0.0, ge=0, description="per scoring micro-batch and layer on a data-parallel rank"
+    )
+    forward_s_per_pflop: float = Field(
+        0.0, ge=0, description="per PFLOP of a scoring pass, whatever the GPU's peak"
+    )
+    train_s_per_pflop: float = Field(
+        0.0, ge=0, description="per PFLOP of an update, whatever the GPU's peak"
     )
     train_micro_s_per_layer: float = Field(
         0.0, ge=0, description="per training micro-batch and layer on a data-parallel rank"
@@ -120,10 +131,14 @@ def calibrated_profile(
         decode_s_per_step=c.memory * model.weight_bytes / bandwidth + launch * model.layers,
         decode_s_per_seq=c.lora_s_per_seq_layer * model.layers * lora,
         decode_s_per_context_token=c.memory * model.kv_bytes_per_token / bandwidth,
-        score_s_per_token=c.forward * stretch * forward / gpu.bf16_flops
+        score_s_per_token=(c.forward / gpu.bf16_flops + c.forward_s_per_pflop / PFLOP)
+        * stretch
+        * forward
         + comm_s_per_token(model, gpu, layout, forward, train=False, lora=lora),
         score_micro_s_per_token=c.micro_s_per_layer * score_micro,
-        train_s_per_token=c.train * stretch * update / gpu.bf16_flops
+        train_s_per_token=(c.train / gpu.bf16_flops + c.train_s_per_pflop / PFLOP)
+        * stretch
+        * update
         + comm_s_per_token(model, gpu, layout, update, train=True, lora=lora),
         train_micro_s_per_token=c.train_micro_s_per_layer * train_micro,
         cold_start_s=COLD_START_S + model.weight_bytes / LOAD_BYTES_PER_S,

@@ -88,7 +88,9 @@ def _solve(
 
 
 def _fit_generation(feats: list[Features]) -> np.ndarray:
-    used = [f for f in feats if f.row.measured("generation") is not None]
+    used = [
+        f for f in feats if f.row.fitted("generation") and f.row.measured("generation") is not None
+    ]
     target = np.array([f.row.measured("generation") for f in used])
     weight = _weights([f.row for f in used])
     n_gen = len(GENERATION)
@@ -107,7 +109,7 @@ def _fit_generation(feats: list[Features]) -> np.ndarray:
 
 
 def _fit_phase(feats: list[Features], phase: str, names: tuple[str, ...]) -> np.ndarray:
-    used = [f for f in feats if f.row.measured(phase) is not None]
+    used = [f for f in feats if f.row.fitted(phase) and f.row.measured(phase) is not None]
     a = np.array([getattr(f, phase) for f in used])
     target = np.array([f.row.measured(phase) for f in used])
     fixed = np.array([f.comm[phase] for f in used])
@@ -115,9 +117,8 @@ def _fit_phase(feats: list[Features], phase: str, names: tuple[str, ...]) -> np.
 
 
 def fit(feats: list[Features]) -> Coefficients:
-    """Least squares over the runs the model covers (`MeasuredStep.out_of_domain` empty) and
-    that are not held out (`MeasuredStep.held_out`)."""
-    feats = [f for f in feats if not f.row.out_of_domain and not f.row.held_out]
+    """Least squares, each phase over the steps whose runs the model covers in it
+    (`MeasuredStep.fitted`: not held out; generation also not out of the domain)."""
     named = dict(zip(GENERATION + SWITCH, _fit_generation(feats).tolist(), strict=True))
     named |= dict(zip(SCORING, _fit_phase(feats, "scoring", SCORING).tolist(), strict=True))
     named |= dict(zip(TRAINING, _fit_phase(feats, "training", TRAINING).tolist(), strict=True))
@@ -157,9 +158,9 @@ def run_errors(run: str, jobs: list[Replay], coefs: Coefficients) -> list[RunErr
 
 
 def leave_one_run_out(feats: list[Features]) -> list[RunError]:
-    """Each run simulated with the coefficients fitted to the others: a run out of the domain or
-    held out is predicted like any other, though no fit ever uses it (so a held-out run's
-    prediction is the fit to every covered run)."""
+    """Each run simulated with the coefficients fitted to the others: a held-out run, or a run's
+    generation out of the domain, is predicted like any other though no fit uses it (so a
+    held-out run's prediction is the fit to every covered run)."""
     errors = []
     for run in by_run(f.row for f in feats):
         coefs = fit([f for f in feats if f.row.run != run])

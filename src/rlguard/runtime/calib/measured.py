@@ -89,8 +89,10 @@ class MeasuredStep(BaseModel):
     lora_rank: int = Field(0, ge=0)
     remove_padding: bool = Field(True, description="the actor's and reference's use_remove_padding")
     critic_remove_padding: bool = Field(True, description="critic.model.use_remove_padding")
-    out_of_domain: str = Field(
-        "", description="why no fit uses this run (leave-one-run-out still predicts it)"
+    generation_out_of_domain: str = Field(
+        "",
+        description="why no generation fit uses this run (its scoring and training are fitted; "
+        "leave-one-run-out still predicts its generation)",
     )
     held_out: bool = Field(
         False,
@@ -102,6 +104,11 @@ class MeasuredStep(BaseModel):
     @property
     def critic(self) -> bool:
         return self.algorithm == "ppo"
+
+    def fitted(self, phase: str) -> bool:
+        """Whether fits of `phase` use this step: not held out, and its generation in the
+        model's domain if the phase is generation."""
+        return not self.held_out and not (phase == "generation" and self.generation_out_of_domain)
 
     @property
     def samples(self) -> int:

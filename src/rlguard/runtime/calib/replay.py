@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rlguard.runtime.calib.coefficients import (
+    PFLOP,
     Coefficients,
     EngineArgs,
     calibrated_profile,
@@ -33,8 +34,14 @@ from rlguard.runtime.sim.workload import PromptPool, TokenBatch
 
 GENERATION = ("memory", "eager_s_per_layer", "lora_s_per_seq_layer", "prefill")
 SWITCH = ("switch_s", "switch_s_per_gb")
-SCORING = ("forward", "offload_pass_s_per_layer", "offload_pass_s_per_gb", "micro_s_per_layer")
-TRAINING = ("train", "offload_update_s_per_layer", "train_micro_s_per_layer")
+SCORING = (
+    "forward",
+    "offload_pass_s_per_layer",
+    "offload_pass_s_per_gb",
+    "micro_s_per_layer",
+    "forward_s_per_pflop",
+)
+TRAINING = ("train", "offload_update_s_per_layer", "train_micro_s_per_layer", "train_s_per_pflop")
 
 
 def engine_of(row: MeasuredStep) -> EngineArgs:
@@ -132,31 +139,34 @@ def scoring_features(job: Replay) -> tuple[np.ndarray, float]:
     """Scoring = this . SCORING + the second value, the exposed communication (no coefficient
     scales it): (forward FLOPs time at peak over all GPUs, stretched by a pipeline's bubble;
     offloaded pass-layers; offloaded pass-GBs of weights; micro-batch-layers on each
-    data-parallel rank)."""
+    data-parallel rank; the PFLOPs of that compute)."""
     passes, model, layout = job.setup.scoring_passes(), job.model, job.row.layout()
     flops = 2 * model.params
     tokens, real = _tokens(job, training=False)  # each GPU's share: computed, real
     comm = comm_s_per_token(model, job.gpu, layout, flops, False, job.row.lora_rank > 0)
-    compute = tokens * layout.stretch() * flops / job.gpu.bf16_flops
+    pflops = tokens * layout.stretch() * flops / PFLOP
     micro = real * layout.micro_batch_layers_per_token(model.layers, train=False)
     offloaded = passes * layout.offload
     per_pass = [offloaded * model.layers, offloaded * model.weight_bytes / GB]
-    return np.array([compute, *per_pass, micro]), tokens * comm
+    at_peak = pflops * PFLOP / job.gpu.bf16_flops
+    return np.array([at_peak, *per_pass, micro, pflops]), tokens * comm
 
 
 def training_features(job: Replay) -> tuple[np.ndarray, float]:
     """Training = this . TRAINING + the exposed communication: (update FLOPs time at peak over
     all GPUs, stretched by a pipeline's bubble, the forward twice with gradient checkpointing;
-    offloaded update-layers; micro-batch-layers on each data-parallel rank)."""
+    offloaded update-layers; micro-batch-layers on each data-parallel rank; the PFLOPs of that
+    compute)."""
     updates, model, layout = job.setup.training_passes(), job.model, job.row.layout()
     lora = job.row.lora_rank > 0
     flops = train_flops_per_token(model, lora, layout.recompute)
     tokens, real = _tokens(job, training=True)
     comm = comm_s_per_token(model, job.gpu, layout, flops, True, lora)
-    compute = tokens * layout.stretch() * flops / job.gpu.bf16_flops
+    pflops = tokens * layout.stretch() * flops / PFLOP
     micro = real * layout.micro_batch_layers_per_token(model.layers, train=True)
     offloaded = updates * layout.offload * model.layers
-    return np.array([compute, offloaded, micro]), tokens * comm
+    at_peak = pflops * PFLOP / job.gpu.bf16_flops
+    return np.array([at_peak, offloaded, micro, pflops]), tokens * comm
 
 
 def _tokens(job: Replay, training: bool) -> tuple[float, float]:
