@@ -177,6 +177,21 @@ def test_calibrate_scales_each_phase_to_the_logs(monkeypatch, capsys, tmp_path) 
     assert json.loads(stdout)["config"]["profile"]["name"].startswith("calibrated-qwen2.5-0.5b")
 
 
+def test_the_rows_calibrate_fits_carry_the_job_files_trainer_and_padding(tmp_path) -> None:
+    """Each setting the step model reads reaches the rows the shipped model is scaled on."""
+    trainer = {
+        "micro_batch_per_gpu": 8,
+        "log_prob_micro_batch_per_gpu": 16,
+        "gradient_checkpointing": True,
+        "param_offload": True,
+    }
+    padding = {"remove_padding": False, "critic_remove_padding": False}
+    job = job_file(tmp_path, algorithm="ppo", trainer=trainer, **padding)
+    (row, *_) = rows_from_logs(read_job(job), str(job), [verl_log(tmp_path, job)])
+    assert row.trainer() == read_job(job).trainer
+    assert {k: getattr(row, k) for k in padding} == padding
+
+
 def test_calibrate_leaves_the_communication_at_datasheet_speed(tmp_path) -> None:
     # Megatron TP4 on 8 L20: its all-reduces over PCIe are in every step but in no scale
     megatron = {"strategy": "megatron", "tp": 4, "micro_batch_per_gpu": 4}

@@ -81,6 +81,11 @@ def job_row(
         train_vpp=job.trainer.vpp,
         micro_batch_per_gpu=job.trainer.micro_batch_per_gpu,
         mini_batch_prompts=job.trainer.mini_batch_prompts,
+        log_prob_micro_batch_per_gpu=job.trainer.log_prob_micro_batch_per_gpu,
+        gradient_checkpointing=job.trainer.gradient_checkpointing,
+        param_offload=job.trainer.param_offload,
+        remove_padding=job.remove_padding,
+        critic_remove_padding=job.critic_remove_padding,
         **{k: v for k, v in values.items() if k in MeasuredStep.model_fields},
     )
     return row if job.reference_model else row.model_copy(update={"ref_s": None})
