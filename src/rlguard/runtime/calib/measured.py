@@ -121,16 +121,13 @@ class MeasuredStep(BaseModel):
 
     def trainer(self) -> TrainerSettings:
         return TrainerSettings(
-            strategy=self.actor_strategy,
-            tp=self.train_tp,
-            pp=self.train_pp,
-            vpp=self.train_vpp,
-            micro_batch_per_gpu=self.micro_batch_per_gpu,
-            mini_batch_prompts=self.mini_batch_prompts,
-            log_prob_micro_batch_per_gpu=self.log_prob_micro_batch_per_gpu,
-            gradient_checkpointing=self.gradient_checkpointing,
-            param_offload=self.param_offload,
+            **{name: getattr(self, column) for name, column in _trainer_columns().items()}
         )
+
+    @staticmethod
+    def trainer_values(trainer: TrainerSettings) -> dict[str, object]:
+        """The row's columns for a trainer's settings: `trainer()` read backwards."""
+        return {column: getattr(trainer, name) for name, column in _trainer_columns().items()}
 
     def layout(self) -> TrainLayout:
         """The trainer's layout as the run's config logs it."""
@@ -153,6 +150,13 @@ class MeasuredStep(BaseModel):
             parts = [self.update_actor_s] + ([self.update_critic_s] if self.critic else [])
         present = [p for p in parts if p is not None]
         return sum(present) if present else None
+
+
+def _trainer_columns() -> dict[str, str]:
+    """Each trainer setting's column (the same name, but for the actor's layout), so a new
+    setting reaches rows and back or fails loudly."""
+    renamed = {"strategy": "actor_strategy", "tp": "train_tp", "pp": "train_pp", "vpp": "train_vpp"}
+    return {name: renamed.get(name, name) for name in TrainerSettings.model_fields}
 
 
 def _cells(row: dict[str, str | None]) -> dict[str, str]:

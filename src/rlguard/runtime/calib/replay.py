@@ -144,12 +144,11 @@ def scoring_features(job: Replay) -> tuple[np.ndarray, float]:
     flops = 2 * model.params
     tokens, real = _tokens(job, training=False)  # each GPU's share: computed, real
     comm = comm_s_per_token(model, job.gpu, layout, flops, False, job.row.lora_rank > 0)
-    pflops = tokens * layout.stretch() * flops / PFLOP
+    work = tokens * layout.stretch() * flops
     micro = real * layout.micro_batch_layers_per_token(model.layers, train=False)
     offloaded = passes * layout.offload
     per_pass = [offloaded * model.layers, offloaded * model.weight_bytes / GB]
-    at_peak = pflops * PFLOP / job.gpu.bf16_flops
-    return np.array([at_peak, *per_pass, micro, pflops]), tokens * comm
+    return np.array([work / job.gpu.bf16_flops, *per_pass, micro, work / PFLOP]), tokens * comm
 
 
 def training_features(job: Replay) -> tuple[np.ndarray, float]:
@@ -162,11 +161,10 @@ def training_features(job: Replay) -> tuple[np.ndarray, float]:
     flops = train_flops_per_token(model, lora, layout.recompute)
     tokens, real = _tokens(job, training=True)
     comm = comm_s_per_token(model, job.gpu, layout, flops, True, lora)
-    pflops = tokens * layout.stretch() * flops / PFLOP
+    work = tokens * layout.stretch() * flops
     micro = real * layout.micro_batch_layers_per_token(model.layers, train=True)
     offloaded = updates * layout.offload * model.layers
-    at_peak = pflops * PFLOP / job.gpu.bf16_flops
-    return np.array([at_peak, offloaded, micro, pflops]), tokens * comm
+    return np.array([work / job.gpu.bf16_flops, offloaded, micro, work / PFLOP]), tokens * comm
 
 
 def _tokens(job: Replay, training: bool) -> tuple[float, float]:
