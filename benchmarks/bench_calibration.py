@@ -3,9 +3,10 @@
 them, with the in-domain runs' leave-one-run-out errors that make a quote's band), every run's
 leave-one-run-out error per phase (a run out of the domain or held out is predicted, never
 fitted: a held-out run's prediction is the fit to every covered run, reported apart), the
-in-sample errors, each run's exposed communication at datasheet bandwidth, and how far measured
-verl generation sits above the roofline (the simulator's old model, now its lower bound).
-Asserts nothing.
+in-sample errors, each run's exposed communication at datasheet bandwidth, how far measured
+verl generation sits above the roofline (the simulator's old model, now its lower bound), and the
+passes timed on a GPU's kernels (calib/kernels.py) against the fitted compute, with the
+leave-one-run-out errors of a fit without them beside. Asserts nothing.
 
     python benchmarks/bench_calibration.py --out benchmarks/results/calibration.json
 """
@@ -30,6 +31,7 @@ from rlguard.runtime.calib.fit import (
     leave_one_run_out,
     run_errors,
 )
+from rlguard.runtime.calib.kernels import KernelPass, kernel_passes, read_kernel_cells
 from rlguard.runtime.calib.measured import PHASES, by_run, read_measured
 from rlguard.runtime.calib.quote import band_of
 from rlguard.runtime.calib.replay import Replay
@@ -75,6 +77,32 @@ def in_sample(feats: list[Features], coefs: Coefficients) -> list[RunError]:
         for run in runs
         for e in run_errors(run, [f.job for f in feats if f.row.run == run], coefs)
     ]
+
+
+def kernel_table(passes: list[KernelPass], coefs: Coefficients) -> list[dict[str, Any]]:
+    """Each timed pass against the fitted compute terms (no micro-batch or offload cost: one pass
+    of the kernels alone)."""
+    out = []
+    for p in passes:
+        at_peak, per_pflop = (
+            (coefs.forward, coefs.forward_s_per_pflop)
+            if p.phase == "scoring"
+            else (coefs.train, coefs.train_s_per_pflop)
+        )
+        modelled = at_peak * p.at_peak_s + per_pflop * p.pflops
+        out.append(
+            {
+                "gpu": p.gpu,
+                "model": p.model,
+                "mode": p.mode,
+                "tokens": p.tokens,
+                "measured_s": round(p.seconds, 4),
+                "modelled_s": round(modelled, 4),
+                "error": round(modelled / p.seconds - 1, 4),
+                "mfu": round(p.at_peak_s / p.seconds, 3),
+            }
+        )
+    return out
 
 
 def communication(feats: list[Features]) -> list[dict[str, Any]]:
@@ -178,19 +206,21 @@ def main() -> None:
     start = time.perf_counter()
     rows = read_measured()
     feats = features(rows)
-    coefs = fit(feats)
+    passes = kernel_passes(read_kernel_cells())
+    coefs = fit(feats, passes)
     fitted_rows = [r for r in rows if not r.held_out]
     about = {
-        "fitted_to": "runtime/data/verl_steps.csv",
+        "fitted_to": "runtime/data/verl_steps.csv, runtime/data/kernel_passes.csv",
         "runs": len(by_run(fitted_rows)),
         "steps": len(fitted_rows),
         "command": "python benchmarks/bench_calibration.py",
     }
-    loro = leave_one_run_out(feats)
+    loro = leave_one_run_out(feats, passes)
     reasons = {r.run: r.generation_out_of_domain for r in rows if r.generation_out_of_domain}
     outside, held = set(reasons), {r.run for r in rows if r.held_out}
     fitted_in = {(r.run, phase) for r in rows for phase in PHASES if r.fitted(phase)}
     covered = [e for e in loro if (e.run, e.phase) in fitted_in]
+    without = [e for e in leave_one_run_out(feats, []) if (e.run, e.phase) in fitted_in]
     save_coefficients(coefs, args.coefficients, {**about, "leave_one_run_out": band_of(covered)})
     fitted = in_sample(feats, coefs)
     payload = {
@@ -203,6 +233,8 @@ def main() -> None:
                 [e for e in covered if e.run in {r.run for r in rows if r.lora_rank == 0}]
             ),
             "runs": table([e for e in loro if e.run not in held], outside, held),
+            "summary_covered_without_kernel_passes": summary(without),
+            "runs_without_kernel_passes": table(without, outside, held),
         },
         "held_out": {
             "runs_held_out": sorted(held),
@@ -212,6 +244,7 @@ def main() -> None:
         },
         "in_sample": {"summary": summary(fitted), "runs": table(fitted, outside, held)},
         "generation_out_of_domain": reasons,
+        "kernel_passes": kernel_table(passes, coefs),
         "communication_s": communication(feats),
         "interconnect_sensitivity": interconnect_sensitivity(feats, coefs),
         "above_roofline": above_roofline(feats),

@@ -2,9 +2,11 @@
 predicts runs it has not seen (leave one run out).
 
 Residuals are relative (a 10 s step and a 1,000 s step count alike) and each run weighs the same
-however many steps it logged. Coefficients are non-negative (scipy's NNLS): each is a time or a
-multiplier of one. Generation is the slowest actor's time: the fit takes each step's slowest actor
-under the current coefficients and refits until that choice no longer changes.
+however many steps it logged. Passes timed on a GPU's own kernels (calib/kernels.py) join the
+scoring and training fits as one more run per GPU class and phase: they anchor the compute terms,
+and no run is ever left out of them. Coefficients are non-negative (scipy's NNLS): each is a time
+or a multiplier of one. Generation is the slowest actor's time: the fit takes each step's slowest
+actor under the current coefficients and refits until that choice no longer changes.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from scipy.optimize import nnls
 
 from rlguard.errors import InputError
 from rlguard.runtime.calib.coefficients import Coefficients
+from rlguard.runtime.calib.kernels import KernelPass, fit_rows
 from rlguard.runtime.calib.measured import PHASES, MeasuredStep, by_run
 from rlguard.runtime.calib.replay import (
     GENERATION,
@@ -108,20 +111,34 @@ def _fit_generation(feats: list[Features]) -> np.ndarray:
     return coef
 
 
-def _fit_phase(feats: list[Features], phase: str, names: tuple[str, ...]) -> np.ndarray:
+def _fit_phase(
+    feats: list[Features], kernels: Sequence[KernelPass], phase: str, names: tuple[str, ...]
+) -> np.ndarray:
     used = [f for f in feats if f.row.fitted(phase) and f.row.measured(phase) is not None]
-    a = np.array([getattr(f, phase) for f in used])
-    target = np.array([f.row.measured(phase) for f in used])
-    fixed = np.array([f.comm[phase] for f in used])
-    return _solve(a, target, _weights([f.row for f in used]), names, fixed)
+    timed = [p for p in kernels if p.phase == phase]
+    a = np.array([getattr(f, phase) for f in used]).reshape(len(used), len(names))
+    a = np.vstack([a, fit_rows(timed, phase, names)])
+    target = np.array([f.row.measured(phase) for f in used] + [p.seconds for p in timed])
+    fixed = np.array([f.comm[phase] for f in used] + [0.0] * len(timed))
+    weight = np.concatenate([_weights([f.row for f in used]), _kernel_weights(timed)])
+    return _solve(a, target, weight, names, fixed)
 
 
-def fit(feats: list[Features]) -> Coefficients:
+def _kernel_weights(timed: Sequence[KernelPass]) -> np.ndarray:
+    """Each GPU class's timed passes weigh as one run of that many steps."""
+    counts: dict[str, int] = {}
+    for p in timed:
+        counts[p.gpu] = counts.get(p.gpu, 0) + 1
+    return np.array([1 / np.sqrt(counts[p.gpu]) for p in timed])
+
+
+def fit(feats: list[Features], kernels: Sequence[KernelPass]) -> Coefficients:
     """Least squares, each phase over the steps whose runs the model covers in it
-    (`MeasuredStep.fitted`: not held out; generation also not out of the domain)."""
+    (`MeasuredStep.fitted`: not held out; generation also not out of the domain), scoring and
+    training also over the `kernels`' timed passes."""
     named = dict(zip(GENERATION + SWITCH, _fit_generation(feats).tolist(), strict=True))
-    named |= dict(zip(SCORING, _fit_phase(feats, "scoring", SCORING).tolist(), strict=True))
-    named |= dict(zip(TRAINING, _fit_phase(feats, "training", TRAINING).tolist(), strict=True))
+    for phase, names in (("scoring", SCORING), ("training", TRAINING)):
+        named |= dict(zip(names, _fit_phase(feats, kernels, phase, names).tolist(), strict=True))
     return Coefficients(**named)
 
 
@@ -157,12 +174,12 @@ def run_errors(run: str, jobs: list[Replay], coefs: Coefficients) -> list[RunErr
     return errors
 
 
-def leave_one_run_out(feats: list[Features]) -> list[RunError]:
-    """Each run simulated with the coefficients fitted to the others: a held-out run, or a run's
-    generation out of the domain, is predicted like any other though no fit uses it (so a
-    held-out run's prediction is the fit to every covered run)."""
+def leave_one_run_out(feats: list[Features], kernels: Sequence[KernelPass]) -> list[RunError]:
+    """Each run simulated with the coefficients fitted to the others (and to every timed kernel
+    pass): a held-out run, or a run's generation out of the domain, is predicted like any other
+    though no fit uses it (so a held-out run's prediction is the fit to every covered run)."""
     errors = []
     for run in by_run(f.row for f in feats):
-        coefs = fit([f for f in feats if f.row.run != run])
+        coefs = fit([f for f in feats if f.row.run != run], kernels)
         errors += run_errors(run, [f.job for f in feats if f.row.run == run], coefs)
     return errors
