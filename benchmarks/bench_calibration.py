@@ -34,7 +34,7 @@ from rlguard.runtime.calib.fit import (
 from rlguard.runtime.calib.kernels import KernelPass, kernel_passes, read_kernel_cells
 from rlguard.runtime.calib.measured import PHASES, by_run, read_measured
 from rlguard.runtime.calib.quote import band_of
-from rlguard.runtime.calib.replay import Replay
+from rlguard.runtime.calib.replay import Replay, compute_rate, exposed_comm_s
 from rlguard.runtime.policies.pricing import Prices
 from rlguard.runtime.sim.hardware import GB
 from rlguard.runtime.sim.roofline import Assumptions, derive_profile
@@ -84,11 +84,7 @@ def kernel_table(passes: list[KernelPass], coefs: Coefficients) -> list[dict[str
     of the kernels alone)."""
     out = []
     for p in passes:
-        at_peak, per_pflop = (
-            (coefs.forward, coefs.forward_s_per_pflop)
-            if p.phase == "scoring"
-            else (coefs.train, coefs.train_s_per_pflop)
-        )
+        at_peak, per_pflop = compute_rate(coefs, p.phase)
         modelled = at_peak * p.at_peak_s + per_pflop * p.pflops
         out.append(
             {
@@ -105,12 +101,16 @@ def kernel_table(passes: list[KernelPass], coefs: Coefficients) -> list[dict[str
     return out
 
 
-def communication(feats: list[Features]) -> list[dict[str, Any]]:
-    """Each run's exposed communication, mean seconds a step (runtime/calib/comm.py)."""
+def communication(feats: list[Features], coefs: Coefficients) -> list[dict[str, Any]]:
+    """Each run's exposed communication under the fitted compute rate, mean seconds a step
+    (runtime/calib/comm.py)."""
     out = []
     for run in by_run(f.row for f in feats):
-        mine = [f.comm for f in feats if f.row.run == run]
-        means = {p: round(float(np.mean([c[p] for c in mine])), 2) for p in ("scoring", "training")}
+        jobs = [f.job for f in feats if f.row.run == run]
+        means = {}
+        for phase in ("scoring", "training"):
+            rate = compute_rate(coefs, phase)
+            means[phase] = round(float(np.mean([exposed_comm_s(j, phase, *rate) for j in jobs])), 2)
         out.append({"run": run, **means})
     return out
 
@@ -245,7 +245,7 @@ def main() -> None:
         "in_sample": {"summary": summary(fitted), "runs": table(fitted, outside, held)},
         "generation_out_of_domain": reasons,
         "kernel_passes": kernel_table(passes, coefs),
-        "communication_s": communication(feats),
+        "communication_s": communication(feats, coefs),
         "interconnect_sensitivity": interconnect_sensitivity(feats, coefs),
         "above_roofline": above_roofline(feats),
         "wall_s": round(time.perf_counter() - start, 1),

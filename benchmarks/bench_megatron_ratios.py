@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from rlguard.io import write_json
-from rlguard.runtime.calib.coefficients import PFLOP, load_coefficients
+from rlguard.runtime.calib.coefficients import compute_s_per_flop, load_coefficients
 from rlguard.runtime.calib.comm import (
     fsdp_exposed_s_per_token,
     optimizer_sync_s,
@@ -56,7 +56,7 @@ def per_token_s(row: dict[str, str], train: bool) -> float:
     at_peak, per_pflop = (
         (c.train, c.train_s_per_pflop) if train else (c.forward, c.forward_s_per_pflop)
     )
-    compute = (at_peak / gpu.bf16_flops + per_pflop / PFLOP) * flops
+    compute = compute_s_per_flop(at_peak, per_pflop, gpu) * flops
     budget = float(row["actor_max_tokens_per_gpu" if train else "logp_max_tokens_per_gpu"])
     tp = int(row["tp"]) if row["backend"] == "megatron" else 1
     overhead = c.train_micro_s_per_layer if train else c.micro_s_per_layer
@@ -64,7 +64,7 @@ def per_token_s(row: dict[str, str], train: bool) -> float:
     if row["backend"] == "megatron":
         return compute + micro + tensor_parallel_s_per_token(model, gpu, tp, train)
     n = int(row["n_gpus"])
-    return compute + micro + fsdp_exposed_s_per_token(model, gpu, n, budget, flops, train, False)
+    return compute + micro + fsdp_exposed_s_per_token(model, gpu, n, budget, compute, train, False)
 
 
 def fixed_s(row: dict[str, str], train: bool) -> float:

@@ -64,12 +64,12 @@ def test_fsdp_shows_only_the_gather_its_compute_does_not_hide() -> None:
     # 4 GPUs gather 3/4 x 2 GB at 1 GB/s: 1.5 s a micro-batch of 1,000 tokens
     fsdp = layout("fsdp", 4)
     assert comm_s_per_token(TOY, LINK, fsdp, 0.0, False, False) == pytest.approx(1.5e-3)
-    # 1 GFLOP a token at 1 TFLOPS: 1 s of compute hides 1 s of it
-    assert comm_s_per_token(TOY, LINK, fsdp, 1e9, False, False) == pytest.approx(0.5e-3)
+    # 1 ms of compute a token: the micro-batch's 1 s hides 1 s of it
+    assert comm_s_per_token(TOY, LINK, fsdp, 1e-3, False, False) == pytest.approx(0.5e-3)
     # an update gathers twice and reduce-scatters fp32 gradients: 1.5 + 1.5 + 3/4 x 4 = 6 s
-    assert comm_s_per_token(TOY, LINK, fsdp, 5e9, True, False) == pytest.approx(1e-3)
-    assert comm_s_per_token(TOY, LINK, fsdp, 6e9, True, False) == 0.0
-    assert comm_s_per_token(TOY, LINK, fsdp, 2e9, True, True) == pytest.approx(1e-3)  # LoRA
+    assert comm_s_per_token(TOY, LINK, fsdp, 5e-3, True, False) == pytest.approx(1e-3)
+    assert comm_s_per_token(TOY, LINK, fsdp, 6e-3, True, False) == 0.0
+    assert comm_s_per_token(TOY, LINK, fsdp, 2e-3, True, True) == pytest.approx(1e-3)  # LoRA
     assert comm_s_per_token(TOY, LINK, layout("fsdp", 1), 0.0, True, False) == 0.0
 
 

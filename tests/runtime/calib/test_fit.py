@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from rlguard.runtime.calib.coefficients import Coefficients
 from rlguard.runtime.calib.fit import features, fit, leave_one_run_out
 from rlguard.runtime.calib.measured import PHASES
 from rlguard.runtime.calib.replay import (
+    COMPUTE_TERMS,
+    compute_rate,
+    exposed_comm_s,
     replay,
     scoring_features,
     simulate,
@@ -36,11 +40,25 @@ def test_the_fit_reproduces_the_steps_of_a_known_model() -> None:
     assert fitted.train_micro_s_per_layer == pytest.approx(TRUTH.train_micro_s_per_layer, rel=1e-6)
 
 
+def _comm(coefs: Coefficients) -> dict[str, dict[str, float]]:
+    return {
+        f.row.run: {p: exposed_comm_s(f.job, p, *compute_rate(coefs, p)) for p in COMPUTE_TERMS}
+        for f in features(synthetic_rows(TRUTH))
+    }
+
+
 def test_communication_over_pcie_is_in_the_steps_but_in_no_coefficient() -> None:
-    comm = {f.row.run: f.comm for f in features(synthetic_rows(TRUTH))}
+    comm = _comm(TRUTH)
     assert comm["run7"]["scoring"] > 0 and comm["run7"]["training"] > 0  # Megatron TP on PCIe
     assert comm["run4"]["training"] > 0  # FSDP gathers a one-sequence micro-batch cannot hide
     assert comm["run2"] == {"scoring": 0.0, "training": 0.0}  # NVLink: FSDP's gathers hidden
+
+
+def test_fsdp_hides_more_behind_slower_compute_and_megatron_does_not() -> None:
+    slower = TRUTH.model_copy(update={"train": 2 * TRUTH.train, "forward": 2 * TRUTH.forward})
+    base, slow = _comm(TRUTH), _comm(slower)
+    assert slow["run4"]["training"] < base["run4"]["training"]
+    assert slow["run7"] == base["run7"]
 
 
 def test_roofline_multipliers_stay_at_least_one() -> None:
@@ -89,10 +107,10 @@ def test_gradient_checkpointing_adds_a_forward_to_the_update_only() -> None:
             replay(row.model_copy(update={"gradient_checkpointing": True})),
         )
         base = 4 if lora else 6
-        assert training_features(recomputed)[0][0] == pytest.approx(
-            training_features(plain)[0][0] * (base + 2) / base
+        assert training_features(recomputed)[0] == pytest.approx(
+            training_features(plain)[0] * (base + 2) / base
         )
-        assert scoring_features(recomputed)[0].tolist() == scoring_features(plain)[0].tolist()
+        assert scoring_features(recomputed).tolist() == scoring_features(plain).tolist()
         sim_plain, sim_re = simulate(plain, TRUTH), simulate(recomputed, TRUTH)
         assert sim_re["training"] > sim_plain["training"]
         assert sim_re["scoring"] == sim_plain["scoring"]
@@ -103,8 +121,8 @@ def test_smaller_micro_batches_cost_more_per_token_and_the_fit_sees_it() -> None
     row = synthetic_rows(TRUTH)[5]
     small = replay(row.model_copy(update={"micro_batch_per_gpu": row.micro_batch_per_gpu // 2}))
     big = replay(row)
-    assert training_features(small)[0][2] == pytest.approx(2 * training_features(big)[0][2])
-    assert training_features(small)[0][0] == pytest.approx(training_features(big)[0][0])
+    assert training_features(small)[2] == pytest.approx(2 * training_features(big)[2])
+    assert training_features(small)[0] == pytest.approx(training_features(big)[0])
     assert simulate(small, TRUTH)["training"] > simulate(big, TRUTH)["training"]
 
 

@@ -25,10 +25,10 @@ from rlguard.runtime.calib.replay import (
     SWITCH,
     TRAINING,
     Replay,
+    compute_rate,
+    exposed_comm_s,
     replay,
-    scoring_features,
     simulate,
-    training_features,
 )
 from rlguard.runtime.calib.verl_logs import read_verl_log
 from rlguard.runtime.policies.profiles import TimeProfile
@@ -104,11 +104,11 @@ def rows_from_logs(job: JobFile, where: str, logs: list[Path]) -> list[MeasuredS
     return rows
 
 
-def _comm_s(job: Replay, phase: str) -> float:
-    """The phase's exposed communication: datasheet seconds that no scale changes."""
+def _comm_s(job: Replay, phase: str, c: Coefficients) -> float:
+    """The phase's exposed communication under `c`: datasheet seconds that no scale changes."""
     if phase == "generation":
         return 0.0
-    return (scoring_features if phase == "scoring" else training_features)(job)[1]
+    return exposed_comm_s(job, phase, *compute_rate(c, phase))
 
 
 def fit_scales(
@@ -119,7 +119,7 @@ def fit_scales(
     update, fits = {}, []
     for phase in PHASES:
         triples = [
-            (j.row.measured(phase), s[phase], _comm_s(j, phase))
+            (j.row.measured(phase), s[phase], _comm_s(j, phase, shipped))
             for j, s in zip(jobs, simulated, strict=True)
         ]
         triples = [(m, p, c) for m, p, c in triples if m is not None and p > c]

@@ -31,7 +31,8 @@ model and GPU in runtime/sim/hardware.py. The terms are the ones the measurement
   (verl moves every layer's FSDP unit to the GPU before a pass and back after it; the 0.5B
   runs without offload measure no trace of these costs);
 - in both, the trainer layout's exposed communication at datasheet interconnect bandwidth
-  (runtime/calib/comm.py: no coefficient), and a pipeline's bubble stretches the compute.
+  (runtime/calib/comm.py: no coefficient; FSDP hides its gathers behind the compute priced
+  above), and a pipeline's bubble stretches the compute.
 """
 
 from __future__ import annotations
@@ -99,6 +100,12 @@ class Coefficients(BaseModel):
     )
 
 
+def compute_s_per_flop(at_peak: float, per_pflop: float, gpu: GpuSpec) -> float:
+    """Seconds a FLOP of a scoring pass or an update takes: `at_peak` x the time at the GPU's
+    peak, plus `per_pflop` seconds per PFLOP whatever the GPU."""
+    return at_peak / gpu.bf16_flops + per_pflop / PFLOP
+
+
 def train_flops_per_token(model: ModelSpec, lora: bool, recompute: bool = False) -> float:
     """6 x params (forward and backward); with LoRA no weight gradients: 4 x params; gradient
     checkpointing runs each layer's forward again in the backward: 2 x params more."""
@@ -125,21 +132,19 @@ def calibrated_profile(
     stretch = layout.stretch()
     score_micro = layout.micro_batch_layers_per_token(model.layers, train=False)
     train_micro = layout.micro_batch_layers_per_token(model.layers, train=True)
+    score_s = compute_s_per_flop(c.forward, c.forward_s_per_pflop, gpu) * forward
+    train_s = compute_s_per_flop(c.train, c.train_s_per_pflop, gpu) * update
     return TimeProfile(
         name=name,
         prefill_s_per_token=c.prefill * 2 * model.params / flops,
         decode_s_per_step=c.memory * model.weight_bytes / bandwidth + launch * model.layers,
         decode_s_per_seq=c.lora_s_per_seq_layer * model.layers * lora,
         decode_s_per_context_token=c.memory * model.kv_bytes_per_token / bandwidth,
-        score_s_per_token=(c.forward / gpu.bf16_flops + c.forward_s_per_pflop / PFLOP)
-        * stretch
-        * forward
-        + comm_s_per_token(model, gpu, layout, forward, train=False, lora=lora),
+        score_s_per_token=score_s * stretch
+        + comm_s_per_token(model, gpu, layout, score_s, train=False, lora=lora),
         score_micro_s_per_token=c.micro_s_per_layer * score_micro,
-        train_s_per_token=(c.train / gpu.bf16_flops + c.train_s_per_pflop / PFLOP)
-        * stretch
-        * update
-        + comm_s_per_token(model, gpu, layout, update, train=True, lora=lora),
+        train_s_per_token=train_s * stretch
+        + comm_s_per_token(model, gpu, layout, train_s, train=True, lora=lora),
         train_micro_s_per_token=c.train_micro_s_per_layer * train_micro,
         cold_start_s=COLD_START_S + model.weight_bytes / LOAD_BYTES_PER_S,
         max_batch=engine.max_num_seqs,

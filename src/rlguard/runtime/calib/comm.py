@@ -20,8 +20,9 @@ Ring collectives over n GPUs (NCCL's algorithm inside a node): an all-reduce of 
 - FSDP (each of n GPUs holds 1/n of the weights): every micro-batch all-gathers the bf16 weights
   for its forward; an update gathers them again for the backward and reduce-scatters fp32
   gradients (LoRA's adapter gradients are taken as none). FSDP prefetches the next layer's
-  weights during this layer's compute, so only what exceeds the micro-batch's compute at peak
-  FLOPs shows: an upper bound on the exposed part, as real compute is slower than peak.
+  weights during this layer's compute, so only what exceeds the micro-batch's compute shows: the
+  compute as the step model prices it (a real H100 runs a 7B pass at about half its peak,
+  runtime/data/kernel_passes.csv), which the caller gives in seconds a token.
 """
 
 from __future__ import annotations
@@ -147,17 +148,19 @@ def comm_s_per_token(
     model: ModelSpec,
     gpu: GpuSpec,
     layout: TrainLayout,
-    flops_per_token: float,
+    compute_s_per_token: float,
     train: bool,
     lora: bool,
 ) -> float:
     """Exposed communication of a scoring pass (`train` False) or an update, GPU-seconds a token;
-    `flops_per_token` is the pass's compute, against which FSDP hides its transfers."""
+    `compute_s_per_token` is the pass's compute, behind which FSDP hides its transfers."""
     if layout.strategy == "megatron":
         return _megatron(model, gpu, layout, train, lora)
     micro = layout.micro_batch if train else layout.score_micro_batch
     tokens = micro * layout.sequence_tokens
-    return fsdp_exposed_s_per_token(model, gpu, layout.n_gpus, tokens, flops_per_token, train, lora)
+    return fsdp_exposed_s_per_token(
+        model, gpu, layout.n_gpus, tokens, compute_s_per_token, train, lora
+    )
 
 
 def tensor_parallel_s_per_token(model: ModelSpec, gpu: GpuSpec, tp: int, train: bool) -> float:
@@ -178,19 +181,18 @@ def fsdp_exposed_s_per_token(
     gpu: GpuSpec,
     n_gpus: int,
     micro_tokens: float,
-    flops_per_token: float,
+    compute_s_per_token: float,
     train: bool,
     lora: bool,
 ) -> float:
     """FSDP's gathers (and an update's gradient reduce-scatter) that a micro-batch of
-    `micro_tokens` tokens per GPU does not hide behind its compute at peak, GPU-seconds a token."""
+    `micro_tokens` tokens per GPU does not hide behind its compute, GPU-seconds a token."""
     gather = ring_all_gather_s(model.weight_bytes, n_gpus, gpu.interconnect)
     comm = gather
     if train:
         grads = 0.0 if lora else ring_all_gather_s(4 * model.params, n_gpus, gpu.interconnect)
         comm += gather + grads
-    compute = micro_tokens * flops_per_token / gpu.bf16_flops
-    return max(0.0, comm - compute) / micro_tokens
+    return max(0.0, comm - micro_tokens * compute_s_per_token) / micro_tokens
 
 
 def _megatron(

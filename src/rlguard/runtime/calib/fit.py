@@ -22,11 +22,13 @@ from rlguard.runtime.calib.coefficients import Coefficients
 from rlguard.runtime.calib.kernels import KernelPass, fit_rows
 from rlguard.runtime.calib.measured import PHASES, MeasuredStep, by_run
 from rlguard.runtime.calib.replay import (
+    COMPUTE_TERMS,
     GENERATION,
     SCORING,
     SWITCH,
     TRAINING,
     Replay,
+    exposed_comm_s,
     generation_features,
     replay,
     scoring_features,
@@ -52,7 +54,6 @@ class Features:
     switch: np.ndarray
     scoring: np.ndarray
     training: np.ndarray
-    comm: dict[str, float]  # per phase: seconds no coefficient scales
 
 
 def features(rows: Sequence[MeasuredStep]) -> list[Features]:
@@ -60,10 +61,7 @@ def features(rows: Sequence[MeasuredStep]) -> list[Features]:
     for row in rows:
         job = replay(row)
         actors, switch = generation_features(job)
-        scoring, score_comm = scoring_features(job)
-        training, train_comm = training_features(job)
-        comm = {"scoring": score_comm, "training": train_comm}
-        out.append(Features(job, actors, switch, scoring, training, comm))
+        out.append(Features(job, actors, switch, scoring_features(job), training_features(job)))
     return out
 
 
@@ -114,14 +112,24 @@ def _fit_generation(feats: list[Features]) -> np.ndarray:
 def _fit_phase(
     feats: list[Features], kernels: Sequence[KernelPass], phase: str, names: tuple[str, ...]
 ) -> np.ndarray:
+    """The exposed communication a step pays depends on the compute rate being fitted (FSDP
+    hides its gathers behind compute): it starts from compute at peak and is refitted until the
+    rate no longer moves."""
     used = [f for f in feats if f.row.fitted(phase) and f.row.measured(phase) is not None]
     timed = [p for p in kernels if p.phase == phase]
     a = np.array([getattr(f, phase) for f in used]).reshape(len(used), len(names))
     a = np.vstack([a, fit_rows(timed, phase, names)])
     target = np.array([f.row.measured(phase) for f in used] + [p.seconds for p in timed])
-    fixed = np.array([f.comm[phase] for f in used] + [0.0] * len(timed))
     weight = np.concatenate([_weights([f.row for f in used]), _kernel_weights(timed)])
-    return _solve(a, target, weight, names, fixed)
+    rate = [names.index(name) for name in COMPUTE_TERMS[phase]]
+    coef = np.array([FLOOR.get(name, 0.0) for name in names])
+    for _ in range(MAX_ROUNDS):
+        comm = [exposed_comm_s(f.job, phase, *coef[rate]) for f in used]
+        fitted = _solve(a, target, weight, names, np.array(comm + [0.0] * len(timed)))
+        if np.allclose(fitted[rate], coef[rate], rtol=1e-9, atol=0.0):
+            return fitted
+        coef = fitted
+    return coef
 
 
 def _kernel_weights(timed: Sequence[KernelPass]) -> np.ndarray:

@@ -18,6 +18,7 @@ from rlguard.runtime.calib.coefficients import (
     Coefficients,
     EngineArgs,
     calibrated_profile,
+    compute_s_per_flop,
     train_flops_per_token,
 )
 from rlguard.runtime.calib.comm import comm_s_per_token
@@ -42,6 +43,11 @@ SCORING = (
     "forward_s_per_pflop",
 )
 TRAINING = ("train", "offload_update_s_per_layer", "train_micro_s_per_layer", "train_s_per_pflop")
+# each phase's compute rate: (x the time at peak, seconds per PFLOP)
+COMPUTE_TERMS = {
+    "scoring": ("forward", "forward_s_per_pflop"),
+    "training": ("train", "train_s_per_pflop"),
+}
 
 
 def engine_of(row: MeasuredStep) -> EngineArgs:
@@ -135,36 +141,50 @@ def generation_features(job: Replay) -> tuple[np.ndarray, np.ndarray]:
     return actors, np.array([1.0, model.weight_bytes / tp / GB])
 
 
-def scoring_features(job: Replay) -> tuple[np.ndarray, float]:
-    """Scoring = this . SCORING + the second value, the exposed communication (no coefficient
-    scales it): (forward FLOPs time at peak over all GPUs, stretched by a pipeline's bubble;
-    offloaded pass-layers; offloaded pass-GBs of weights; micro-batch-layers on each
-    data-parallel rank; the PFLOPs of that compute)."""
+def scoring_features(job: Replay) -> np.ndarray:
+    """Scoring = this . SCORING + the exposed communication (`exposed_comm_s`): (forward FLOPs
+    time at peak over all GPUs, stretched by a pipeline's bubble; offloaded pass-layers;
+    offloaded pass-GBs of weights; micro-batch-layers on each data-parallel rank; the PFLOPs of
+    that compute)."""
     passes, model, layout = job.setup.scoring_passes(), job.model, job.row.layout()
-    flops = 2 * model.params
     tokens, real = _tokens(job, training=False)  # each GPU's share: computed, real
-    comm = comm_s_per_token(model, job.gpu, layout, flops, False, job.row.lora_rank > 0)
-    work = tokens * layout.stretch() * flops
+    work = tokens * layout.stretch() * 2 * model.params
     micro = real * layout.micro_batch_layers_per_token(model.layers, train=False)
     offloaded = passes * layout.offload
     per_pass = [offloaded * model.layers, offloaded * model.weight_bytes / GB]
-    return np.array([work / job.gpu.bf16_flops, *per_pass, micro, work / PFLOP]), tokens * comm
+    return np.array([work / job.gpu.bf16_flops, *per_pass, micro, work / PFLOP])
 
 
-def training_features(job: Replay) -> tuple[np.ndarray, float]:
+def training_features(job: Replay) -> np.ndarray:
     """Training = this . TRAINING + the exposed communication: (update FLOPs time at peak over
     all GPUs, stretched by a pipeline's bubble, the forward twice with gradient checkpointing;
     offloaded update-layers; micro-batch-layers on each data-parallel rank; the PFLOPs of that
     compute)."""
     updates, model, layout = job.setup.training_passes(), job.model, job.row.layout()
-    lora = job.row.lora_rank > 0
-    flops = train_flops_per_token(model, lora, layout.recompute)
+    flops = train_flops_per_token(model, job.row.lora_rank > 0, layout.recompute)
     tokens, real = _tokens(job, training=True)
-    comm = comm_s_per_token(model, job.gpu, layout, flops, True, lora)
     work = tokens * layout.stretch() * flops
     micro = real * layout.micro_batch_layers_per_token(model.layers, train=True)
     offloaded = updates * layout.offload * model.layers
-    return np.array([work / job.gpu.bf16_flops, offloaded, micro, work / PFLOP]), tokens * comm
+    return np.array([work / job.gpu.bf16_flops, offloaded, micro, work / PFLOP])
+
+
+def compute_rate(c: Coefficients, phase: str) -> tuple[float, float]:
+    """The phase's compute coefficients (COMPUTE_TERMS) in `c`."""
+    at_peak, per_pflop = COMPUTE_TERMS[phase]
+    return getattr(c, at_peak), getattr(c, per_pflop)
+
+
+def exposed_comm_s(job: Replay, phase: str, at_peak: float, per_pflop: float) -> float:
+    """Scoring's or training's exposed communication on each GPU, seconds that no coefficient
+    scales: Megatron's collectives, or FSDP's gathers beyond the micro-batches' compute at the
+    rate `at_peak` and `per_pflop` (the phase's COMPUTE_TERMS) give it."""
+    model, layout, lora = job.model, job.row.layout(), job.row.lora_rank > 0
+    training = phase == "training"
+    flops = train_flops_per_token(model, lora, layout.recompute) if training else 2 * model.params
+    compute = compute_s_per_flop(at_peak, per_pflop, job.gpu) * flops
+    tokens, _ = _tokens(job, training)
+    return tokens * comm_s_per_token(model, job.gpu, layout, compute, training, lora)
 
 
 def _tokens(job: Replay, training: bool) -> tuple[float, float]:
