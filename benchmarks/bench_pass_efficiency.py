@@ -38,7 +38,9 @@ from rlguard.train.models import checkpoint_activations
 # then the two depths built (the 7B's shallow enough that an update's activations fit 80 GB)
 SHAPES = {
     "qwen2.5-0.5b": (896, 4864, 14, 2, 151936, True, 24, (6, 12)),
+    "qwen2.5-3b": (2048, 11008, 16, 2, 151936, True, 36, (4, 12)),
     "qwen2-7b": (3584, 18944, 28, 4, 152064, False, 28, (2, 6)),
+    "qwen2.5-32b": (5120, 27648, 40, 8, 152064, False, 64, (1, 3)),
 }
 MODES = ("score", "train", "train_gc")
 MICRO_BATCHES = (1, 4, 16)
@@ -109,7 +111,13 @@ def measure(
                 for seq in SEQUENCES:
                     if micro * seq > max_tokens:
                         continue
-                    seconds = time_cell(model, mode, micro, seq, device, reps)
+                    try:
+                        seconds = time_cell(model, mode, micro, seq, device, reps)
+                    except torch.OutOfMemoryError:  # the cell is left out, and says so
+                        print(f"{name} L{layers} {mode} {micro}x{seq}: out of memory", flush=True)
+                        model.zero_grad(set_to_none=True)
+                        torch.cuda.empty_cache()
+                        continue
                     cells.append(
                         {
                             "model": name,

@@ -88,9 +88,11 @@ def test_slower_kernels_pull_the_compute_terms_the_runs_alone_set() -> None:
     assert anchored.train == pytest.approx(alone.train)  # scoring passes: training untouched
 
 
-def test_the_shipped_h100_passes_are_compute_bound_7b_passes() -> None:
-    passes = kernel_passes(read_kernel_cells())
-    assert {p.model for p in passes} == {"qwen2-7b"}  # Qwen2.5-0.5B: launch-bound throughout
+def test_the_shipped_h100_passes_are_the_big_models_compute_bound_ones() -> None:
+    cells = read_kernel_cells()
+    passes = kernel_passes(cells)
+    assert {c.model for c in cells} == {"qwen2.5-0.5b", "qwen2.5-3b", "qwen2-7b", "qwen2.5-32b"}
+    assert {p.model for p in passes} == {"qwen2-7b", "qwen2.5-32b"}  # the small: launch-bound
     assert {p.mode for p in passes} == {"score", "train", "train_gc"}
     assert all(0.3 < p.at_peak_s / p.seconds < 0.8 for p in passes)  # MFU of a real H100
 
