@@ -19,7 +19,6 @@ never leave that floor on an H100: its 16k-token update takes 6.0 ms a layer, it
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.resources import files
@@ -29,9 +28,9 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from rlguard.errors import InputError
 from rlguard.runtime.calib.coefficients import PFLOP, train_flops_per_token
-from rlguard.runtime.policies.datafile import build
+from rlguard.runtime.calib.replay import COMPUTE_TERMS
+from rlguard.runtime.policies.datafile import read_csv_rows
 from rlguard.runtime.sim.hardware import gpu_spec, model_spec
 
 SHIPPED = files("rlguard.runtime") / "data" / "kernel_passes.csv"
@@ -78,13 +77,7 @@ class KernelPass:
 
 def read_kernel_cells(path: Path | None = None) -> list[KernelCell]:
     """The shipped cells, or a CSV of the same columns; errors name the file and line."""
-    where = str(path or "runtime/data/kernel_passes.csv")
-    try:
-        text = Path(path).read_text(encoding="utf-8") if path else SHIPPED.read_text("utf-8")
-    except OSError as e:
-        raise InputError(f"{where}: cannot read: {e.strerror or e}") from None
-    reader = csv.DictReader(text.splitlines())
-    return [build(KernelCell, dict(row), f"{where}:{reader.line_num}") for row in reader]
+    return read_csv_rows(KernelCell, path, SHIPPED, "runtime/data/kernel_passes.csv")
 
 
 def kernel_passes(cells: Sequence[KernelCell]) -> list[KernelPass]:
@@ -140,14 +133,7 @@ def _full_depth(
 def fit_rows(passes: Sequence[KernelPass], phase: str, names: tuple[str, ...]) -> np.ndarray:
     """(passes, len(names)) feature rows in the fit's coefficient order: the compute at peak
     under the phase's multiplier, its PFLOPs under seconds per PFLOP, nothing else."""
-    at_peak, per_pflop = (
-        ("forward", "forward_s_per_pflop")
-        if phase == "scoring"
-        else (
-            "train",
-            "train_s_per_pflop",
-        )
-    )
+    at_peak, per_pflop = COMPUTE_TERMS[phase]
     rows = np.zeros((len(passes), len(names)))
     rows[:, names.index(at_peak)] = [p.at_peak_s for p in passes]
     rows[:, names.index(per_pflop)] = [p.pflops for p in passes]

@@ -9,7 +9,6 @@ the trainer's layout, with verl's GRPO example (`TrainerSettings` in calib/comm.
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterable
 from importlib.resources import files
 from pathlib import Path
@@ -24,7 +23,7 @@ from rlguard.runtime.calib.comm import (
     TrainerSettings,
     TrainLayout,
 )
-from rlguard.runtime.policies.datafile import build
+from rlguard.runtime.policies.datafile import read_csv_rows
 
 SHIPPED = files("rlguard.runtime") / "data" / "verl_steps.csv"
 PHASES = ("generation", "scoring", "training")
@@ -159,22 +158,11 @@ def _trainer_columns() -> dict[str, str]:
     return {name: renamed.get(name, name) for name in TrainerSettings.model_fields}
 
 
-def _cells(row: dict[str, str | None]) -> dict[str, str]:
-    """CSV cells without the blanks (a blank is a setting or timer the source does not give)."""
-    return {k: v.strip() for k, v in row.items() if k is not None and v and v.strip()}
-
-
 def read_measured(path: Path | None = None) -> list[MeasuredStep]:
     """The shipped dataset, or a CSV of the same columns; errors name the file and line."""
-    where = str(path or "runtime/data/verl_steps.csv")
-    try:
-        text = Path(path).read_text(encoding="utf-8") if path else SHIPPED.read_text("utf-8")
-    except OSError as e:
-        raise InputError(f"{where}: cannot read: {e.strerror or e}") from None
-    reader = csv.DictReader(text.splitlines())
-    rows = [build(MeasuredStep, _cells(row), f"{where}:{reader.line_num}") for row in reader]
+    rows = read_csv_rows(MeasuredStep, path, SHIPPED, "runtime/data/verl_steps.csv")
     if not rows:
-        raise InputError(f"{where}: no rows")
+        raise InputError(f"{path or 'runtime/data/verl_steps.csv'}: no rows")
     return rows
 
 

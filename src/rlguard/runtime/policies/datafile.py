@@ -1,9 +1,12 @@
-"""Read a user's YAML or JSON mapping into a validated object; every failure names the file."""
+"""Read a user's YAML or JSON mapping, or a CSV of rows, into validated objects; every failure
+names the file (and a CSV's line)."""
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Callable
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -49,3 +52,21 @@ def build(factory: Callable[..., T], fields: dict[str, Any], where: str) -> T:
         raise InputError(
             f"{where}: field '{field}': {message} (got {err['input']!r:.80})"
         ) from None
+
+
+def read_csv_rows(
+    factory: Callable[..., T], path: Path | None, shipped: Traversable, name: str
+) -> list[T]:
+    """Each row of the file at `path`, or of the package's `shipped` CSV (`name` in errors), as
+    `factory(**cells)`; a blank cell is left out, as a value the source does not give."""
+    where = str(path or name)
+    try:
+        text = Path(path).read_text(encoding="utf-8") if path else shipped.read_text("utf-8")
+    except OSError as e:
+        raise InputError(f"{where}: cannot read: {e.strerror or e}") from None
+    reader = csv.DictReader(text.splitlines())
+    return [build(factory, _cells(row), f"{where}:{reader.line_num}") for row in reader]
+
+
+def _cells(row: dict[str, str | None]) -> dict[str, str]:
+    return {k: v.strip() for k, v in row.items() if k is not None and v and v.strip()}
