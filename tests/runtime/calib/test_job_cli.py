@@ -13,7 +13,7 @@ from cli_runner import cli, one_line_exit_2
 from rlguard.runtime.calib.calibrate import SCALED, fit_scales, rows_from_logs
 from rlguard.runtime.calib.coefficients import load_coefficients
 from rlguard.runtime.calib.job import job_profile, job_setup, read_job
-from rlguard.runtime.calib.replay import replay, simulate
+from rlguard.runtime.calib.replay import compute_rate, exposed_comm_s, replay, simulate
 from rlguard.runtime.sim.hardware import GB, model_spec
 from rlguard.runtime.sim.phases import scoring_s, training_s
 from rlguard.runtime.sim.workload import PromptPool
@@ -200,6 +200,17 @@ def test_calibrate_leaves_the_communication_at_datasheet_speed(tmp_path) -> None
     rows = rows_from_logs(read_job(job), str(job), [log])
     assert rows[0].layout().tp == 4
     _, fits = fit_scales(rows, load_coefficients())
+    for fit in fits:
+        assert fit.scale == pytest.approx(SLOWER[fit.phase], rel=1e-3), fit.phase
+
+
+def test_calibrate_recovers_the_scale_where_fsdp_hides_traffic_behind_the_compute(tmp_path):
+    # FSDP over PCIe with one-sequence micro-batches: exposed gathers shrink as compute slows
+    job = job_file(tmp_path, gpu="l20", n_gpus=8, trainer={"micro_batch_per_gpu": 1})
+    rows = rows_from_logs(read_job(job), str(job), [verl_log(tmp_path, job)])
+    shipped = load_coefficients()
+    assert exposed_comm_s(replay(rows[0]), "training", *compute_rate(shipped, "training")) > 0
+    _, fits = fit_scales(rows, shipped)
     for fit in fits:
         assert fit.scale == pytest.approx(SLOWER[fit.phase], rel=1e-3), fit.phase
 

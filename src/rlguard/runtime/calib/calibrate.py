@@ -17,6 +17,7 @@ import numpy as np
 
 from rlguard.errors import InputError
 from rlguard.runtime.calib.coefficients import Coefficients, load_coefficients
+from rlguard.runtime.calib.fit import MAX_ROUNDS
 from rlguard.runtime.calib.job import JobFile, calibrated_job_profile
 from rlguard.runtime.calib.measured import PHASES, MeasuredStep, read_measured
 from rlguard.runtime.calib.replay import (
@@ -105,10 +106,34 @@ def rows_from_logs(job: JobFile, where: str, logs: list[Path]) -> list[MeasuredS
 
 
 def _comm_s(job: Replay, phase: str, c: Coefficients) -> float:
-    """The phase's exposed communication under `c`: datasheet seconds that no scale changes."""
+    """The phase's exposed communication under `c`: datasheet seconds that no scale changes
+    (FSDP's depend on the compute rate the scale sets)."""
     if phase == "generation":
         return 0.0
     return exposed_comm_s(job, phase, *compute_rate(c, phase))
+
+
+def _scaled(c: Coefficients, phase: str, scale: float) -> Coefficients:
+    return c.model_copy(update={name: getattr(c, name) * scale for name in SCALED[phase]})
+
+
+def _phase_scale(
+    jobs: list[Replay], predicted: list[float], phase: str, shipped: Coefficients
+) -> float:
+    """Least squares of (scale x (p - c) + c') / m - 1, p the shipped prediction, c its exposed
+    communication and c' the communication under the scaled coefficients, refitted until the
+    scale stops moving (only FSDP's gathers move with it)."""
+    measured = np.array([j.row.measured(phase) for j in jobs])
+    rest = np.array([p - _comm_s(j, phase, shipped) for j, p in zip(jobs, predicted, strict=True)])
+    scale = 1.0
+    for _ in range(MAX_ROUNDS):
+        comm = np.array([_comm_s(j, phase, _scaled(shipped, phase, scale)) for j in jobs])
+        ratio, left = rest / measured, 1 - comm / measured
+        new = float((ratio * left).sum() / (ratio**2).sum())
+        if abs(new - scale) <= 1e-9 * scale:
+            return new
+        scale = new
+    return scale
 
 
 def fit_scales(
@@ -118,20 +143,18 @@ def fit_scales(
     simulated = [simulate(job, shipped) for job in jobs]
     update, fits = {}, []
     for phase in PHASES:
-        triples = [
-            (j.row.measured(phase), s[phase], _comm_s(j, phase, shipped))
+        used = [
+            (j, s[phase])
             for j, s in zip(jobs, simulated, strict=True)
+            if j.row.measured(phase) is not None and s[phase] > _comm_s(j, phase, shipped)
         ]
-        triples = [(m, p, c) for m, p, c in triples if m is not None and p > c]
-        if not triples:
+        if not used:
             continue  # the logs lack this phase's timers: keep the shipped coefficients
-        ratio = np.array([(p - c) / m for m, p, c in triples])
-        rest = np.array([1 - c / m for m, p, c in triples])
-        # least squares of (scale * (p - c) + c) / m - 1
-        scale = float((ratio * rest).sum() / (ratio**2).sum())
-        measured, predicted, _ = np.mean(triples, axis=0)
-        fits.append(PhaseFit(phase, len(triples), float(measured), float(predicted), scale))
-        update |= {name: getattr(shipped, name) * scale for name in SCALED[phase]}
+        scale = _phase_scale([j for j, _ in used], [p for _, p in used], phase, shipped)
+        measured = float(np.mean([j.row.measured(phase) for j, _ in used]))
+        predicted = float(np.mean([p for _, p in used]))
+        fits.append(PhaseFit(phase, len(used), measured, predicted, scale))
+        update |= _scaled(shipped, phase, scale).model_dump(include=set(SCALED[phase]))
     return shipped.model_copy(update=update), fits
 
 
