@@ -86,48 +86,43 @@ def kernel_passes(cells: Sequence[KernelCell]) -> list[KernelPass]:
     for cell in cells:
         groups.setdefault((cell.gpu, cell.model, cell.mode), []).append(cell)
     passes = []
-    for (gpu, model, mode), group in groups.items():
+    for group in groups.values():
         per_layer = _per_layer(group)
-        small = [t for (_, tokens), t in per_layer.items() if tokens <= FLOOR_TOKENS]
+        small = [t for shallow, t in per_layer if shallow.tokens <= FLOOR_TOKENS]
         floor = max(small, default=0.0)
-        for (shape, tokens), layer_s in per_layer.items():
-            if tokens >= MIN_TOKENS and layer_s >= FLOOR_MARGIN * floor:
-                passes.append(_full_depth(gpu, model, mode, shape, group, layer_s))
+        for shallow, layer_s in per_layer:
+            if shallow.tokens >= MIN_TOKENS and layer_s >= FLOOR_MARGIN * floor:
+                passes.append(_full_depth(shallow, layer_s))
     return passes
 
 
-def _per_layer(group: list[KernelCell]) -> dict[tuple[tuple[int, int], int], float]:
-    """Seconds a layer adds, per (micro-batch, sequence) shape timed at two depths."""
-    depths: dict[tuple[int, int], dict[int, float]] = {}
+def _per_layer(group: list[KernelCell]) -> list[tuple[KernelCell, float]]:
+    """Per (micro-batch, sequence) shape timed at two depths: its shallowest cell and the
+    seconds a layer adds."""
+    depths: dict[tuple[int, int], list[KernelCell]] = {}
     for cell in group:
-        depths.setdefault((cell.micro_batch, cell.seq), {})[cell.layers] = cell.seconds
-    out = {}
-    for shape, times in depths.items():
-        if len(times) >= 2:
-            (l1, t1), *_, (l2, t2) = sorted(times.items())
-            out[(shape, shape[0] * shape[1])] = (t2 - t1) / (l2 - l1)
+        depths.setdefault((cell.micro_batch, cell.seq), []).append(cell)
+    out = []
+    for timed in depths.values():
+        if len(timed) >= 2:
+            shallow, *_, deep = sorted(timed, key=lambda c: c.layers)
+            out.append((shallow, (deep.seconds - shallow.seconds) / (deep.layers - shallow.layers)))
     return out
 
 
-def _full_depth(
-    gpu: str,
-    model: str,
-    mode: str,
-    shape: tuple[int, int],
-    group: list[KernelCell],
-    layer_s: float,
-) -> KernelPass:
-    spec = model_spec(model, "kernel_passes.csv: model")
-    peak = gpu_spec(gpu, "kernel_passes.csv: gpu").bf16_flops
-    shallow = min((c for c in group if (c.micro_batch, c.seq) == shape), key=lambda c: c.layers)
+def _full_depth(shallow: KernelCell, layer_s: float) -> KernelPass:
+    spec = model_spec(shallow.model, "kernel_passes.csv: model")
+    peak = gpu_spec(shallow.gpu, "kernel_passes.csv: gpu").bf16_flops
     seconds = shallow.seconds + (spec.layers - shallow.layers) * layer_s
-    tokens = shape[0] * shape[1]
+    tokens, mode = shallow.tokens, shallow.mode
     flops = tokens * (
         2 * spec.params
         if mode == "score"
         else train_flops_per_token(spec, lora=False, recompute=mode == "train_gc")
     )
-    return KernelPass(gpu, model, mode, tokens, seconds, flops / peak, flops / PFLOP)
+    return KernelPass(
+        shallow.gpu, shallow.model, mode, tokens, seconds, flops / peak, flops / PFLOP
+    )
 
 
 def fit_rows(passes: Sequence[KernelPass], phase: str, names: tuple[str, ...]) -> np.ndarray:
