@@ -117,14 +117,11 @@ def _scaled(c: Coefficients, phase: str, scale: float) -> Coefficients:
     return c.model_copy(update={name: getattr(c, name) * scale for name in SCALED[phase]})
 
 
-def _phase_scale(
-    jobs: list[Replay], predicted: list[float], phase: str, shipped: Coefficients
-) -> float:
-    """Least squares of (scale x (p - c) + c') / m - 1, p the shipped prediction, c its exposed
-    communication and c' the communication under the scaled coefficients, refitted until the
-    scale stops moving (only FSDP's gathers move with it)."""
+def _phase_scale(jobs: list[Replay], rest: np.ndarray, phase: str, shipped: Coefficients) -> float:
+    """Least squares of (scale x rest + c') / m - 1, `rest` the shipped prediction less its
+    exposed communication and c' the communication under the scaled coefficients, refitted until
+    the scale stops moving (only FSDP's gathers move with it)."""
     measured = np.array([j.row.measured(phase) for j in jobs])
-    rest = np.array([p - _comm_s(j, phase, shipped) for j, p in zip(jobs, predicted, strict=True)])
     scale = 1.0
     for _ in range(MAX_ROUNDS):
         comm = np.array([_comm_s(j, phase, _scaled(shipped, phase, scale)) for j in jobs])
@@ -144,15 +141,17 @@ def fit_scales(
     update, fits = {}, []
     for phase in PHASES:
         used = [
-            (j, s[phase])
+            (j, s[phase], s[phase] - _comm_s(j, phase, shipped))
             for j, s in zip(jobs, simulated, strict=True)
-            if j.row.measured(phase) is not None and s[phase] > _comm_s(j, phase, shipped)
+            if j.row.measured(phase) is not None
         ]
+        used = [(j, p, rest) for j, p, rest in used if rest > 0]
         if not used:
             continue  # the logs lack this phase's timers: keep the shipped coefficients
-        scale = _phase_scale([j for j, _ in used], [p for _, p in used], phase, shipped)
-        measured = float(np.mean([j.row.measured(phase) for j, _ in used]))
-        predicted = float(np.mean([p for _, p in used]))
+        kept = [j for j, _, _ in used]
+        scale = _phase_scale(kept, np.array([rest for _, _, rest in used]), phase, shipped)
+        measured = float(np.mean([j.row.measured(phase) for j in kept]))
+        predicted = float(np.mean([p for _, p, _ in used]))
         fits.append(PhaseFit(phase, len(used), measured, predicted, scale))
         update |= _scaled(shipped, phase, scale).model_dump(include=set(SCALED[phase]))
     return shipped.model_copy(update=update), fits
