@@ -105,6 +105,20 @@ def test_a_token_pays_its_share_of_each_micro_batch_on_every_layer() -> None:
     assert piped.micro_batch_layers_per_token(2, True) == pytest.approx(2 * 2 / 1000 * 5 / 4)
 
 
+def test_an_optimizer_step_runs_whole_micro_batches_on_each_rank() -> None:
+    # 4 ranks, 4 sequences a step: a rank's share of 1 sequence still runs one micro-batch
+    # (of 1, not 2), so a token pays twice the micro-batch overhead and FSDP's gathers hide
+    # behind half the compute
+    small = layout("fsdp", 4, mini=4)
+    assert small.micro_batch_sequences(train=True) == 1
+    assert small.micro_batch_layers_per_token(2, train=True) == pytest.approx(2 / 500)
+    assert comm_s_per_token(TOY, LINK, small, 5e-3, True, False) == pytest.approx(3.5e-3 / 0.5)
+    # a share of 3 in micro-batches of at most 2: two of 1.5 sequences
+    assert layout("fsdp", 4, mini=12).micro_batch_sequences(train=True) == pytest.approx(1.5)
+    # scoring splits the whole batch: its micro-batch is as configured
+    assert small.micro_batch_sequences(train=False) == 2
+
+
 def test_scoring_uses_the_log_prob_micro_batch_and_training_its_own() -> None:
     split = TrainLayout("fsdp", 4, 1, 1, 1, 2, 16, 500.0, log_prob_micro_batch=8)
     assert split.micro_batch_layers_per_token(2, train=False) == pytest.approx(2 / 4000)

@@ -79,6 +79,17 @@ class TrainLayout:
     def score_micro_batch(self) -> int:
         return self.log_prob_micro_batch or self.micro_batch
 
+    def micro_batch_sequences(self, train: bool) -> float:
+        """Sequences a micro-batch holds. An update splits each optimizer step's share of a
+        data-parallel rank (`mini_batch / dp` sequences) into whole micro-batches of at most
+        `micro_batch`, so a share smaller than one micro-batch still runs one: verl's 0.5B GRPO
+        example (16 sequences a rank a step, micro-batches of 27) runs four micro-batches of 16
+        where 18 would fill 2.4 of 27. Scoring splits the whole batch (left continuous)."""
+        if not train:
+            return self.score_micro_batch
+        share = self.mini_batch / self.dp
+        return share / math.ceil(share / self.micro_batch)
+
     def micro_batch_layers_per_token(self, layers: int, train: bool) -> float:
         """Micro-batch-layers a token costs, in GPU terms: each data-parallel rank runs its
         micro-batches of `micro` sequences one after another through its `layers / pp` layers
@@ -86,7 +97,7 @@ class TrainLayout:
         `sequence_tokens`-long sequence takes tp x pp / (micro x sequence_tokens) x layers / pp
         x stretch of the n GPUs' time. Times a per-micro-batch-layer overhead it is GPU-seconds
         a token, like the compute beside it."""
-        micro = self.micro_batch if train else self.score_micro_batch
+        micro = self.micro_batch_sequences(train)
         return self.tp * layers * self.stretch() / (micro * self.sequence_tokens)
 
     def stretch(self) -> float:
@@ -156,8 +167,7 @@ def comm_s_per_token(
     `compute_s_per_token` is the pass's compute, behind which FSDP hides its transfers."""
     if layout.strategy == "megatron":
         return _megatron(model, gpu, layout, train, lora)
-    micro = layout.micro_batch if train else layout.score_micro_batch
-    tokens = micro * layout.sequence_tokens
+    tokens = layout.micro_batch_sequences(train) * layout.sequence_tokens
     return fsdp_exposed_s_per_token(
         model, gpu, layout.n_gpus, tokens, compute_s_per_token, train, lora
     )
