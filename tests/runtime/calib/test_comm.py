@@ -22,8 +22,10 @@ LINK = GpuSpec("toy", 80e9, 1e12, 1e12, 1e9)
 
 
 def layout(strategy: str, n: int, tp: int = 1, pp: int = 1, **kw: int) -> TrainLayout:
-    """Micro-batches of 2 sequences of 500 tokens (1,000 tokens), 16 sequences a step."""
-    return TrainLayout(strategy, n, tp, pp, kw.get("vpp", 1), 2, kw.get("mini", 16), 500.0)
+    """Micro-batches of 2 sequences of 500 tokens (1,000 tokens), 16 sequences a step and an
+    optimizer step."""
+    mini = kw.get("mini", 16)
+    return TrainLayout(strategy, n, tp, pp, kw.get("vpp", 1), 2, mini, mini, 500.0)
 
 
 def test_ring_collectives_move_their_textbook_volume() -> None:
@@ -93,8 +95,8 @@ def test_a_token_pays_its_share_of_each_micro_batch_on_every_layer() -> None:
     fsdp = layout("fsdp", 4)
     assert fsdp.micro_batch_layers_per_token(2, train=True) == pytest.approx(2 / 1000)
     # twice the sequence length or twice the micro-batch: half the overhead a token
-    longer = TrainLayout("fsdp", 4, 1, 1, 1, 2, 16, 1000.0)
-    bigger = TrainLayout("fsdp", 4, 1, 1, 1, 4, 16, 500.0)
+    longer = TrainLayout("fsdp", 4, 1, 1, 1, 2, 16, 16, 1000.0)
+    bigger = TrainLayout("fsdp", 4, 1, 1, 1, 4, 16, 16, 500.0)
     for other in (longer, bigger):
         assert other.micro_batch_layers_per_token(2, True) == pytest.approx(1 / 1000)
     # Megatron TP 2: each micro-batch holds 2 GPUs; PP 2: its stages run their halves at once
@@ -115,16 +117,19 @@ def test_an_optimizer_step_runs_whole_micro_batches_on_each_rank() -> None:
     assert comm_s_per_token(TOY, LINK, small, 5e-3, True, False) == pytest.approx(3.5e-3 / 0.5)
     # a share of 3 in micro-batches of at most 2: two of 1.5 sequences
     assert layout("fsdp", 4, mini=12).micro_batch_sequences(train=True) == pytest.approx(1.5)
-    # scoring splits the whole batch: its micro-batch is as configured
-    assert small.micro_batch_sequences(train=False) == 2
+    # scoring splits each rank's share of the whole step: 32 sequences, 8 a rank, 4 of 2;
+    # 4 sequences, 1 a rank: one micro-batch of 1
+    step = TrainLayout("fsdp", 4, 1, 1, 1, 2, 4, 32, 500.0)
+    assert step.micro_batch_sequences(train=False) == 2
+    assert small.micro_batch_sequences(train=False) == 1
 
 
 def test_scoring_uses_the_log_prob_micro_batch_and_training_its_own() -> None:
-    split = TrainLayout("fsdp", 4, 1, 1, 1, 2, 16, 500.0, log_prob_micro_batch=8)
+    split = TrainLayout("fsdp", 4, 1, 1, 1, 2, 16, 32, 500.0, log_prob_micro_batch=8)
     assert split.micro_batch_layers_per_token(2, train=False) == pytest.approx(2 / 4000)
     assert split.micro_batch_layers_per_token(2, train=True) == pytest.approx(2 / 1000)
     # FSDP's gathers hide behind a log-prob micro-batch 4x the training one: 4x the compute
-    fsdp = TrainLayout("fsdp", 4, 1, 1, 1, 2, 16, 500.0, log_prob_micro_batch=8)
+    fsdp = TrainLayout("fsdp", 4, 1, 1, 1, 2, 16, 32, 500.0, log_prob_micro_batch=8)
     assert comm_s_per_token(TOY, LINK, fsdp, 0.0, False, False) == pytest.approx(1.5e-3 / 4)
     settings = TrainerSettings(micro_batch_per_gpu=2, log_prob_micro_batch_per_gpu=8)
     assert settings.layout(4, 16, 1, 500.0).score_micro_batch == 8

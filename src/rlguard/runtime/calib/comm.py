@@ -57,7 +57,8 @@ def pipeline_stretch(pp: int, vpp: int, micro_batches: int) -> float:
 @dataclass(frozen=True)
 class TrainLayout:
     """How the trainer splits the model and the batch: `micro_batch` sequences per GPU at a time,
-    `mini_batch` sequences per optimizer step, `sequence_tokens` prompt and response a sequence."""
+    `mini_batch` sequences per optimizer step, `batch` sequences a step, `sequence_tokens` prompt
+    and response a sequence."""
 
     strategy: Literal["fsdp", "megatron"]
     n_gpus: int
@@ -66,6 +67,7 @@ class TrainLayout:
     vpp: int
     micro_batch: int
     mini_batch: int
+    batch: int
     sequence_tokens: float
     log_prob_micro_batch: int | None = None  # scoring's micro-batch; None: `micro_batch`
     recompute: bool = False  # gradient checkpointing: the update runs each forward twice
@@ -80,15 +82,17 @@ class TrainLayout:
         return self.log_prob_micro_batch or self.micro_batch
 
     def micro_batch_sequences(self, train: bool) -> float:
-        """Sequences a micro-batch holds. An update splits each optimizer step's share of a
-        data-parallel rank (`mini_batch / dp` sequences) into whole micro-batches of at most
-        `micro_batch`, so a share smaller than one micro-batch still runs one: verl's 0.5B GRPO
-        example (16 sequences a rank a step, micro-batches of 27) runs four micro-batches of 16
-        where 18 would fill 2.4 of 27. Scoring splits the whole batch (left continuous)."""
-        if not train:
-            return self.score_micro_batch
-        share = self.mini_batch / self.dp
-        return share / math.ceil(share / self.micro_batch)
+        """Sequences a micro-batch holds. A data-parallel rank splits its share into whole
+        micro-batches of at most the configured size, so a share smaller than one micro-batch
+        still runs one: an update's share is an optimizer step's (`mini_batch / dp`), a scoring
+        pass's the whole step's (`batch / dp`). Verl's 0.5B GRPO example (16 sequences a rank an
+        optimizer step, micro-batches of 27) runs four updates of one micro-batch of 16, where
+        counting tokens gives 2.4 micro-batches of 27."""
+        micro, share = (
+            (self.micro_batch, self.mini_batch) if train else (self.score_micro_batch, self.batch)
+        )
+        share /= self.dp
+        return share / math.ceil(share / micro)
 
     def micro_batch_layers_per_token(self, layers: int, train: bool) -> float:
         """Micro-batch-layers a token costs, in GPU terms: each data-parallel rank runs its
@@ -148,6 +152,7 @@ class TrainerSettings(BaseModel):
             self.vpp,
             self.micro_batch_per_gpu,
             min(self.mini_batch_prompts, prompts) * samples,
+            prompts * samples,
             tokens,
             self.log_prob_micro_batch_per_gpu,
             self.gradient_checkpointing,
