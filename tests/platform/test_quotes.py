@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 from in_process import in_process_platform
 from sqlalchemy import update
 
+from rlguard.cli.jobs import quote_line
 from rlguard.platform.api import create_app
 from rlguard.platform.artifacts import ArtifactStore, StoredCheckpoint
 from rlguard.platform.db import Run
@@ -89,11 +90,23 @@ def test_a_command_job_with_a_setup_is_quoted_at_submission(api, platform):
     assert q["gpu_hours"] == pytest.approx(2 * q["total_s"] / 3600, rel=1e-3)
     lo, hi = q["band"]["gpu_hours"]
     assert lo < q["gpu_hours"] < hi
+    assert q["outside_domain"] == []  # an H100 0.5B eager job: runs like it made the band
     # The quote is the policy's estimate: the user gave none.
     assert job["estimate_s"] == q["total_s"] and job["estimate_source"] == "quote"
     row = platform.table.rows[job["id"]]
     assert platform.table.table.estimate_s[row] == q["total_s"]
     assert api.get(f"/v1/jobs/{job['id']}").json()["quote"] == q
+
+
+def test_a_quote_names_what_lies_outside_the_calibrations_domain(api):
+    setup = {**SETUP, "gpu": "a100", "engine": {"enforce_eager": False}}
+    job = api.post("/v1/jobs", json={"command": "true", "setup": setup}).json()
+    notes = job["quote"]["outside_domain"]
+    assert [n.split(":")[0] for n in notes] == ["gpu 'a100'", "engine.enforce_eager false"]
+    assert job["quote"]["band"] is not None  # the band stays, with what it was not tested on
+    lines = quote_line(job).splitlines()
+    assert lines[0].startswith("quote: ")
+    assert lines[1:] == [f"  outside the band's domain: {note}" for note in notes]
 
 
 def test_the_quote_is_the_simulators_step_function(platform):

@@ -149,7 +149,8 @@ def setup_option(path: Path) -> dict[str, Any]:
 
 
 def quote_line(job: dict[str, Any]) -> str:
-    """The job's quote in one line (or why it has none)."""
+    """The job's quote in one line (or why it has none), then a line for each part of the job
+    outside the calibration's domain."""
     q = job.get("quote") or {}
     if q.get("status") != "quoted":
         return f"quote: none ({q.get('reason', 'the platform gave none')})"
@@ -159,10 +160,12 @@ def quote_line(job: dict[str, Any]) -> str:
     if band:
         lo, hi = band["gpu_hours"]
         spread = f" (leave-one-run-out band {lo:.3g}-{hi:.3g})"
+    notes = q.get("outside_domain", [])
+    caveats = "".join(f"\n  outside the band's domain: {note}" for note in notes)
     return (
         f"quote: {step['total']:.1f} s a step ({phases}) x {q['steps']} steps = "
         f"{q['total_s'] / 3600:.3g} h on {q['n_gpus']} {q['gpu']}, {q['gpu_hours']:.3g} GPU-h"
-        f"{spread}; estimate_s {job['estimate_s']:.0f} ({job['estimate_source']})"
+        f"{spread}; estimate_s {job['estimate_s']:.0f} ({job['estimate_source']}){caveats}"
     )
 
 

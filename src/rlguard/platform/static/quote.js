@@ -27,7 +27,8 @@ export function quoteView(job) {
         el("td", { text: p }), el("td", { class: "num", text: secs(q.step_s[p]) }),
         el("td", { class: "num", text: band ? `${secs(band.step_s[p][0])} – ${secs(band.step_s[p][1])}` : "" }),
         el("td", { class: "num", text: secs(measured[p]) }))))),
-    el("p", { class: "muted", text: band ? `band: ${band.source}` : "" }));
+    el("p", { class: "muted", text: band ? `band: ${band.source}` : "" }),
+    ...(q.outside_domain || []).map((note) => el("p", { class: "caveat", text: `outside the band's domain: ${note}` })));
   return withBudget(box, job);
 }
 

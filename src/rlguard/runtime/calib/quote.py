@@ -9,7 +9,8 @@ The band: for each phase, the calibration's in-domain runs each have a held-out 
 e = simulated / measured - 1; a measured time t sits in [quote / (1 + max e), quote / (1 + min e)]
 if the job errs as the calibration's runs did. The step's band adds the phases' bands (every
 phase erring the same way: the widest honest range). With no errors in the calibration file the
-quote has no band, and says so.
+quote has no band, and says so. What of the job lies outside the runs the band was measured on
+(calib/domain.py) is listed beside it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationInfo, field_validator, model_validator
 
 from rlguard.errors import InputError
+from rlguard.runtime.calib.domain import outside, shipped_domain
 from rlguard.runtime.calib.job import JobFile, calibrated_job_profile, job_setup
 from rlguard.runtime.calib.measured import PHASES
 from rlguard.runtime.policies.datafile import read_mapping
@@ -162,6 +164,7 @@ def quote(job: QuoteSetup, steps: int, where: str = "setup") -> dict[str, Any]:
         "total_s": round(steps * step["total"], 1),
         "gpu_hours": round(scale * step["total"], 4),
         "band": None,
+        "outside_domain": outside(shipped_domain(), job.model, job.gpu, job.engine_settings()),
     }
     if band is not None:
         ranges = _range(phases, band["phases"])

@@ -1,0 +1,57 @@
+"""Where the calibration measured: the GPUs, model sizes and engine mode of the runs its fit
+used. A quote outside that domain is still the simulator's number, but its band was never
+tested there (a job on an A100, a 72B model, a rollout with CUDA graphs), so the quote says
+what lies outside instead of presenting the band as if it held.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+from rlguard.runtime.calib.coefficients import EngineArgs
+from rlguard.runtime.calib.measured import read_measured
+from rlguard.runtime.sim.hardware import model_spec
+
+
+@dataclass(frozen=True)
+class Domain:
+    gpus: tuple[str, ...]
+    min_params: float
+    max_params: float
+    eager_only: bool  # every fitted run decoded with vLLM's enforce_eager
+
+
+@cache
+def shipped_domain() -> Domain:
+    """The domain of the shipped calibration: its fitted (not held-out) runs."""
+    rows = [row for row in read_measured() if not row.held_out]
+    params = [model_spec(row.model, "model").params for row in rows]
+    return Domain(
+        gpus=tuple(sorted({row.gpu for row in rows})),
+        min_params=min(params),
+        max_params=max(params),
+        eager_only=all(row.enforce_eager is not False for row in rows),
+    )
+
+
+def outside(domain: Domain, model: str, gpu: str, engine: EngineArgs) -> list[str]:
+    """What of a job's setup lies outside `domain`, one sentence each naming the field (none:
+    the band was measured on jobs like it)."""
+    notes = []
+    if gpu.lower() not in domain.gpus:
+        notes.append(
+            f"gpu {gpu!r}: no calibration run measured it (measured: {', '.join(domain.gpus)})"
+        )
+    params = model_spec(model, "model").params
+    if not domain.min_params <= params <= domain.max_params:
+        notes.append(
+            f"model {model!r}: {params / 1e9:.1f}B parameters, outside the calibration's "
+            f"{domain.min_params / 1e9:.1f}B to {domain.max_params / 1e9:.1f}B"
+        )
+    if domain.eager_only and not engine.enforce_eager:
+        notes.append(
+            "engine.enforce_eager false: every calibration run decoded in eager mode; with CUDA "
+            "graphs generation is priced without launch overhead, a lower bound"
+        )
+    return notes
