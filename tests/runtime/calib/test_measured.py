@@ -36,10 +36,10 @@ def test_a_layout_that_does_not_split_the_gpus_is_one_line(tmp_path) -> None:
 def test_the_shipped_runs_carry_recompute_and_the_held_out_set() -> None:
     runs = {run: steps[0] for run, steps in by_run(read_measured()).items()}
     for run, row in runs.items():
-        # LoRA scripts, play-verl's tuning scripts and the dstack run enable gradient
-        # checkpointing; the FSDP2 run disables it; Megatron's logged TransformerConfig has
-        # recompute_granularity=None whatever the flag says
-        enabled = ("dingxianzhong/play-verl@", "Bihan/dstack-configs@")
+        # LoRA scripts, play-verl's tuning scripts, the dstack and Agentic-RAG runs enable
+        # gradient checkpointing; the FSDP2 run disables it; Megatron's logged TransformerConfig
+        # has recompute_granularity=None whatever the flag says
+        enabled = ("dingxianzhong/play-verl@", "Bihan/dstack-configs@", "chenyiqun/Agentic-RAG@")
         expected = bool(row.lora_rank) or row.source.startswith(enabled)
         assert row.gradient_checkpointing is expected, run
     held = {run for run, row in runs.items() if row.held_out}
@@ -48,6 +48,7 @@ def test_the_shipped_runs_carry_recompute_and_the_held_out_set() -> None:
         "verl_qwen2_7b_min",
         "verl_grpo_qwen2.5b_8gpu",
         "dstack_qwen2.5_7b_ppo_16gpu",
+        "chenyiqun_qwen2.5_0.5b_ppo_1gpu",
     }
     deepseek = runs["deepseek7b_llm_math_megatron"]
     assert deepseek.source.startswith("eric-haibin-lin/verl-data@40f7ce6cd7:gsm8k/")
