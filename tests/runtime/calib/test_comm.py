@@ -85,7 +85,8 @@ def test_settings_make_a_layout_of_the_step() -> None:
 
 
 def test_pcie_gpus_have_no_nvlink() -> None:
-    assert GPUS["l20"].interconnect == GPUS["l40s"].interconnect == 32e9
+    # what NCCL's all-reduce measures over PCIe Gen4 with P2P, below the link's 32 GB/s
+    assert GPUS["l20"].interconnect == GPUS["l40s"].interconnect == 22e9
     assert min(g.interconnect for k, g in GPUS.items() if k not in ("l20", "l40s")) >= 200e9
 
 

@@ -3,7 +3,7 @@
 One run's logs cannot pin down every coefficient of the step model, so the shipped fit (to the
 public measurements) keeps its shape and each phase gets one scale, fitted by least squares on
 relative error: generation (decode, prefill and the phase switch together), scoring, training.
-The trainer's communication stays at datasheet bandwidth (calib/comm.py): no scale touches it.
+The trainer's communication stays at the catalog's bandwidth (calib/comm.py): no scale touches it.
 The logs give the times and length statistics of each step; the job file says what ran.
 """
 

@@ -30,7 +30,7 @@ model and GPU in runtime/sim/hardware.py. The terms are the ones the measurement
   `offload_pass_s_per_gb` per GB of weights, per update `offload_update_s_per_layer` per layer
   (verl moves every layer's FSDP unit to the GPU before a pass and back after it; the 0.5B
   runs without offload measure no trace of these costs);
-- in both, the trainer layout's exposed communication at datasheet interconnect bandwidth
+- in both, the trainer layout's exposed communication at the catalog's interconnect bandwidth
   (runtime/calib/comm.py: no coefficient; FSDP hides its gathers behind the compute priced
   above), and a pipeline's bubble stretches the compute.
 """

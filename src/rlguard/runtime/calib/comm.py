@@ -1,7 +1,7 @@
-"""The communication a trainer's layout adds to scoring and training, at the GPU's datasheet
-interconnect bandwidth (runtime/sim/hardware.py), in GPU-seconds per token like the compute
-beside it. No coefficient: nothing in it is fitted, so a run the fit leaves out is predicted, not
-absorbed.
+"""The communication a trainer's layout adds to scoring and training, at the GPU's interconnect
+bandwidth (runtime/sim/hardware.py: NVLink's datasheet, or what NCCL measures over PCIe), in
+GPU-seconds per token like the compute beside it. No coefficient: nothing in it is fitted, so a
+run the fit leaves out is predicted, not absorbed.
 
 Ring collectives over n GPUs (NCCL's algorithm inside a node): an all-reduce of S bytes moves
 2(n-1)/n x S through each GPU's link, an all-gather or a reduce-scatter (n-1)/n x S.

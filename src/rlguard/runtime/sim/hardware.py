@@ -4,9 +4,12 @@ measured verl runs (calib/) and users' setups.
 
 Model numbers: each model's config.json on the Hugging Face Hub (parameter count as the model
 card states it). GPU numbers: NVIDIA's datasheets, dense BF16 (no sparsity). The interconnect is
-the datasheet's GPU-to-GPU bandwidth in one direction (half its bidirectional figure), what a
-ring collective moves per GPU: NVLink 900 GB/s on H100 SXM and H20, 400 GB/s on H800 SXM,
-600 GB/s on A100 SXM; L40S and L20 have no NVLink, only PCIe Gen4 x16 (64 GB/s bidirectional).
+what a ring collective moves per GPU and second (NCCL's bus bandwidth). On NVLink it is the
+datasheet's GPU-to-GPU bandwidth in one direction (half its bidirectional figure; NCCL reaches
+it): 900 GB/s on H100 SXM and H20, 400 GB/s on H800 SXM, 600 GB/s on A100 SXM. L40S and L20
+have no NVLink, only PCIe Gen4 x16, whose 32 GB/s a direction NCCL does not reach through PCIe
+switches and root ports: its all-reduce measures 18-26 GB/s on such GPUs (docs/runtime.md, "How
+slow the links are"), and the catalog takes the 22 GB/s measured with peer-to-peer transfers.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ class GpuSpec:
     memory_bytes: float
     bandwidth: float  # bytes per second
     bf16_flops: float  # dense, per second
-    interconnect: float  # GPU-to-GPU bytes per second, one direction
+    interconnect: float  # a ring collective's bytes per GPU and second (bus bandwidth)
 
     def describe(self, tp: int) -> str:
         return (
@@ -77,7 +80,9 @@ DEEPSEEK_LLM_7B = ModelSpec("deepseek-ai/deepseek-llm-7b", 6.91e9, 30, 32, 128, 
 GEMMA2_2B = ModelSpec("google/gemma-2-2b", 2.61e9, 26, 4, 256, 256000, 2304)
 LLAMA31_70B = ModelSpec("meta-llama/Llama-3.1-70B", 70.6e9, 80, 8, 128, 128256, 8192)
 
-PCIE4 = 32 * GB  # PCIe Gen4 x16, one direction
+# NCCL all-reduce bus bandwidth over PCIe Gen4 x16 with peer-to-peer (github.com/NVIDIA/nccl
+# issue 1603); the link's own rate is 32 GB/s a direction
+PCIE4 = 22 * GB
 L40S = GpuSpec("L40S", 48 * GB, 864 * GB, 362e12, PCIE4)
 L20 = GpuSpec("L20", 48 * GB, 864 * GB, 119.5e12, PCIE4)
 A100 = GpuSpec("A100 80GB SXM", 80 * GB, 2039 * GB, 312e12, 300 * GB)
