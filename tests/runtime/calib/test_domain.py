@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from rlguard.runtime.calib.coefficients import EngineArgs
 from rlguard.runtime.calib.domain import Domain, outside, shipped_domain
+from rlguard.runtime.calib.job import EngineSettings
 from rlguard.runtime.calib.measured import read_measured
 from rlguard.runtime.sim.hardware import model_spec
 
-EAGER, GRAPHS = EngineArgs(enforce_eager=True), EngineArgs(enforce_eager=False)
+EAGER = EngineSettings(enforce_eager=True, vllm_engine="v0")
+GRAPHS = EngineSettings(enforce_eager=False, vllm_engine="v0")
+V1 = EngineSettings(vllm_engine="v1")
 
 
 def test_the_shipped_domain_is_the_fitted_runs():
@@ -19,10 +21,14 @@ def test_the_shipped_domain_is_the_fitted_runs():
     assert domain.min_params == model_spec("qwen2.5-0.5b", "model").params
     assert domain.max_params == model_spec("qwen2.5-32b", "model").params
     assert domain.eager_only and all(row.enforce_eager for row in fitted)
+    # generation's fitted runs: the LoRA ones on H100 and the L20 Megatron run on vLLM V0, the
+    # FSDP2 run on H20 on V1 (the H100 V1 runs are out of generation's domain or held out)
+    assert domain.generation_engines == (("h100", "v0"), ("h20", "v1"), ("l20", "v0"))
 
 
 def test_a_job_like_the_calibrations_runs_is_inside():
     assert outside(shipped_domain(), "qwen2.5-7b", "H100", EAGER) == []
+    assert outside(shipped_domain(), "qwen2-7b", "h20", V1) == []  # the FSDP2 run's engine
 
 
 @pytest.mark.parametrize(
@@ -31,6 +37,8 @@ def test_a_job_like_the_calibrations_runs_is_inside():
         ("qwen2.5-7b", "a100", EAGER, "gpu 'a100'"),
         ("qwen2.5-72b", "h100", EAGER, "model 'qwen2.5-72b': 72.7B parameters"),
         ("qwen2.5-7b", "h100", GRAPHS, "engine.enforce_eager false"),
+        ("qwen2.5-7b", "h100", V1, "engine.vllm_engine 'v1': no run whose generation"),
+        ("qwen2.5-7b", "l20", V1, "engine.vllm_engine 'v1'"),
     ],
 )
 def test_each_part_outside_is_named(model, gpu, engine, field):
@@ -40,6 +48,6 @@ def test_each_part_outside_is_named(model, gpu, engine, field):
 
 def test_the_domain_follows_the_runs_not_a_list():
     # a calibration that had measured A100s with CUDA graphs would not flag either
-    domain = Domain(gpus=("a100",), min_params=1e9, max_params=8e9, eager_only=False)
+    domain = Domain(("a100",), 1e9, 8e9, eager_only=False, generation_engines=(("a100", "v0"),))
     assert outside(domain, "qwen2.5-7b", "a100", GRAPHS) == []
     assert len(outside(domain, "qwen2.5-0.5b", "h100", GRAPHS)) == 2

@@ -1,7 +1,8 @@
-"""Where the calibration measured: the GPUs, model sizes and engine mode of the runs its fit
+"""Where the calibration measured: the GPUs, model sizes and engine modes of the runs its fit
 used. A quote outside that domain is still the simulator's number, but its band was never
-tested there (a job on an A100, a 72B model, a rollout with CUDA graphs), so the quote says
-what lies outside instead of presenting the band as if it held.
+tested there (a job on an A100, a 72B model, a rollout with CUDA graphs, vLLM's V1 engine on a
+GPU whose fitted generation ran V0), so the quote says what lies outside instead of presenting
+the band as if it held.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from rlguard.runtime.calib.coefficients import EngineArgs
+from rlguard.runtime.calib.job import EngineSettings
 from rlguard.runtime.calib.measured import read_measured
 from rlguard.runtime.sim.hardware import model_spec
 
@@ -20,6 +21,7 @@ class Domain:
     min_params: float
     max_params: float
     eager_only: bool  # every fitted run decoded with vLLM's enforce_eager
+    generation_engines: tuple[tuple[str, str], ...]  # (gpu, vllm_engine) of generation's runs
 
 
 @cache
@@ -32,10 +34,13 @@ def shipped_domain() -> Domain:
         min_params=min(params),
         max_params=max(params),
         eager_only=all(row.enforce_eager is not False for row in rows),
+        generation_engines=tuple(
+            sorted({(row.gpu, row.vllm_engine) for row in rows if row.fitted("generation")})
+        ),
     )
 
 
-def outside(domain: Domain, model: str, gpu: str, engine: EngineArgs) -> list[str]:
+def outside(domain: Domain, model: str, gpu: str, engine: EngineSettings) -> list[str]:
     """What of a job's setup lies outside `domain`, one sentence each naming the field (none:
     the band was measured on jobs like it)."""
     notes = []
@@ -53,5 +58,12 @@ def outside(domain: Domain, model: str, gpu: str, engine: EngineArgs) -> list[st
         notes.append(
             "engine.enforce_eager false: every calibration run decoded in eager mode; with CUDA "
             "graphs generation is priced without launch overhead, a lower bound"
+        )
+    measured = {g for g, e in domain.generation_engines if e == engine.vllm_engine}
+    if gpu.lower() in domain.gpus and gpu.lower() not in measured:
+        fitted = ", ".join(f"{g} {e}" for g, e in domain.generation_engines)
+        notes.append(
+            f"engine.vllm_engine {engine.vllm_engine!r}: no run whose generation the fit uses "
+            f"ran it on {gpu} (fitted: {fitted}); generation's band was not measured there"
         )
     return notes

@@ -16,7 +16,7 @@ Example:
     response_length_mean: 230
     response_clip_ratio: 0.002
     max_response_length: 1024
-    engine: {enforce_eager: true, max_num_seqs: 1024, gpu_memory_utilization: 0.6}
+    engine: {enforce_eager: true, max_num_seqs: 1024, gpu_memory_utilization: 0.6, vllm_engine: v1}
     trainer: {strategy: fsdp, micro_batch_per_gpu: 40, mini_batch_prompts: 256}
 """
 
@@ -44,13 +44,16 @@ from rlguard.runtime.sim.setups import Setup
 
 
 class EngineSettings(BaseModel):
-    """The rollout engine's settings; defaults are verl's before August 2025."""
+    """The rollout engine's settings; defaults are verl's before August 2025, but for vLLM's
+    engine generation, V1 (the only one since vLLM 0.11), which the step model does not price
+    apart and a quote names when no fitted run measured it on the job's GPU."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     enforce_eager: bool = EngineArgs.enforce_eager
     max_num_seqs: int = Field(EngineArgs.max_num_seqs, gt=0)
     gpu_memory_utilization: float = Field(EngineArgs.gpu_memory_utilization, gt=0, le=1)
+    vllm_engine: Literal["v0", "v1"] = "v1"
 
 
 class JobFile(BaseModel):

@@ -164,7 +164,7 @@ def quote(job: QuoteSetup, steps: int, where: str = "setup") -> dict[str, Any]:
         "total_s": round(steps * step["total"], 1),
         "gpu_hours": round(scale * step["total"], 4),
         "band": None,
-        "outside_domain": outside(shipped_domain(), job.model, job.gpu, job.engine_settings()),
+        "outside_domain": outside(shipped_domain(), job.model, job.gpu, job.engine),
     }
     if band is not None:
         ranges = _range(phases, band["phases"])
