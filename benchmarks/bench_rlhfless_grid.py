@@ -24,7 +24,7 @@ from typing import Any
 
 from rlguard.io import write_json
 from rlguard.runtime.calib.coefficients import EngineArgs
-from rlguard.runtime.calib.comm import TrainerSettings
+from rlguard.runtime.calib.comm import EXAMPLE_MINI_BATCH, TrainerSettings
 from rlguard.runtime.calib.job import calibrated_for
 from rlguard.runtime.calib.workloads import WORKLOADS
 from rlguard.runtime.policies.pricing import load_prices
@@ -60,10 +60,14 @@ def cell_setup(model: str, algorithm: str, workload: str, scale: str, engine: En
 def run_cell(
     setup: Setup, model: str, engine: EngineArgs, workload: str, seeds: int
 ) -> dict[str, Any]:
-    # the trainer: verl's GRPO example (FSDP), its collectives at one L40S's PCIe bandwidth
+    # the trainer: verl's GRPO example (FSDP), its collectives at one L40S's PCIe bandwidth; its
+    # 256 prompts a mini-batch are the testbed's, scaled with the GPUs so that at 20 nodes each
+    # GPU keeps the testbed's share of an optimizer step, as it keeps its share of the batch
     stats = WORKLOADS[workload]
     mean = stats.prompt_length_mean + stats.response_length_mean
-    layout = TrainerSettings().layout(setup.n_gpus, setup.prompts_per_step, setup.k, mean)
+    mini = EXAMPLE_MINI_BATCH * setup.n_gpus // SCALES["testbed"][0]
+    trainer = TrainerSettings(mini_batch_prompts=mini)
+    layout = trainer.layout(setup.n_gpus, setup.prompts_per_step, setup.k, mean)
     profile = calibrated_for(model, "l40s", engine, layout, "bench_rlhfless_grid")
     payload = run_setup(setup, profile, load_prices(None), range(seeds))
     base, ablation = payload["baseline"], payload["ablation"]
