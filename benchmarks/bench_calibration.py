@@ -160,11 +160,10 @@ def interconnect_sensitivity(
     """The whole fit redone at each PCIe bandwidth: how the leave-one-run-out errors in scoring
     and training, covered and held out, depend on the one number the catalog takes from
     measurements rather than a datasheet."""
-    out = {}
+    out, fitted_runs = {}, {run for run, _ in fitted_in}
     for gb_s in INTERCONNECTS_GB_S:
         loro = leave_one_run_out(at_pcie_bandwidth(feats, gb_s), passes)
         trained = [e for e in loro if e.phase in TRAINER_PHASES]
-        fitted_runs = {run for run, _ in fitted_in}
         out[str(gb_s)] = {
             "summary_covered": summary(
                 [e for e in trained if (e.run, e.phase) in fitted_in], TRAINER_PHASES
