@@ -88,11 +88,17 @@ class TrainLayout:
         pass's the whole step's (`batch / dp`). Verl's 0.5B GRPO example (16 sequences a rank an
         optimizer step, micro-batches of 27) runs four updates of one micro-batch of 16, where
         counting tokens gives 2.4 micro-batches of 27."""
-        micro, share = (
+        share, count = self._rank_split(train)
+        return share / count
+
+    def _rank_split(self, train: bool) -> tuple[float, int]:
+        """(sequences a data-parallel rank gets, the whole micro-batches it runs them in): an
+        optimizer step's share in an update, the step's in a scoring pass."""
+        micro, sequences = (
             (self.micro_batch, self.mini_batch) if train else (self.score_micro_batch, self.batch)
         )
-        share /= self.dp
-        return share / math.ceil(share / micro)
+        share = sequences / self.dp
+        return share, math.ceil(share / micro)
 
     def micro_batch_layers_per_token(self, layers: int, train: bool) -> float:
         """Micro-batch-layers a token costs, in GPU terms: each data-parallel rank runs its
@@ -106,7 +112,7 @@ class TrainLayout:
 
     def stretch(self) -> float:
         """The pipeline bubble's factor on compute and TP traffic (1 without pipeline)."""
-        micro_batches = math.ceil(self.mini_batch / (self.dp * self.micro_batch))
+        _, micro_batches = self._rank_split(train=True)  # an optimizer step's, on each replica
         return pipeline_stretch(self.pp, self.vpp, max(1, micro_batches))
 
 
