@@ -180,6 +180,8 @@ def summary(errors: list[RunError], phases: tuple[str, ...] = PHASES) -> dict[st
     out = {}
     for phase in phases:
         errs = [abs(e.error) for e in errors if e.phase == phase]
+        if not errs:
+            continue
         out[phase] = {
             "runs": len(errs),
             "max_abs_error": round(max(errs), 4),

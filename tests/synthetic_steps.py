@@ -9,11 +9,15 @@ from rlguard.runtime.calib.replay import replay, simulate
 
 TRUTH = Coefficients(
     memory=1.4,
-    eager_s_per_layer=2e-4,
+    generation_compute=2.0,
+    host_v0_s_per_seq=5e-5,
+    host_v1_s_per_seq=3e-5,
+    eager_v0_s_per_layer=4e-4,
+    eager_v1_s_per_layer=1e-4,
     lora_s_per_seq_layer=5e-6,
-    prefill=2.0,
     switch_s=3.0,
-    switch_s_per_gb=0.4,
+    switch_lora_s_per_layer=0.1,
+    switch_offload_s=2.0,
     forward=3.0,
     offload_pass_s_per_layer=0.05,
     offload_pass_s_per_gb=0.02,
@@ -24,16 +28,17 @@ TRUTH = Coefficients(
     forward_s_per_pflop=0.3,
     train_s_per_pflop=0.4,
 )
-# (model, gpu, GPUs, rollout TP, prompts, samples, mean response, clip ratio, critic, LoRA rank)
+# (model, gpu, GPUs, rollout TP, prompts, samples, mean response, clip ratio, critic, LoRA rank,
+# vLLM engine)
 RUNS = [
-    ("qwen2.5-0.5b", "a100", 2, 1, 32, 4, 150.0, 0.0, False, 0),
-    ("qwen2.5-3b", "h100", 4, 1, 48, 4, 300.0, 0.01, False, 32),
-    ("qwen2.5-7b", "h100", 8, 2, 64, 5, 230.0, 0.002, True, 0),
-    ("qwen2.5-14b", "h20", 8, 4, 32, 8, 600.0, 0.05, False, 0),
-    ("qwen2.5-1.5b", "l40s", 4, 1, 64, 4, 400.0, 0.02, True, 0),
-    ("deepseek-llm-7b", "a100", 8, 2, 32, 4, 250.0, 0.0, False, 16),
-    ("qwen2.5-32b", "h100", 8, 8, 64, 5, 250.0, 0.0, False, 32),
-    ("qwen2-7b", "l20", 16, 2, 64, 5, 260.0, 0.02, False, 0),
+    ("qwen2.5-0.5b", "a100", 2, 1, 32, 4, 150.0, 0.0, False, 0, "v1"),
+    ("qwen2.5-3b", "h100", 4, 1, 48, 4, 300.0, 0.01, False, 32, "v0"),
+    ("qwen2.5-7b", "h100", 8, 2, 64, 5, 230.0, 0.002, True, 0, "v1"),
+    ("qwen2.5-14b", "h20", 8, 4, 32, 8, 600.0, 0.05, False, 0, "v0"),
+    ("qwen2.5-1.5b", "l40s", 4, 1, 64, 4, 400.0, 0.02, True, 0, "v1"),
+    ("deepseek-llm-7b", "a100", 8, 2, 32, 4, 250.0, 0.0, False, 16, "v0"),
+    ("qwen2.5-32b", "h100", 8, 8, 64, 5, 250.0, 0.0, False, 32, "v1"),
+    ("qwen2-7b", "l20", 16, 2, 64, 5, 260.0, 0.02, False, 0, "v0"),
 ]
 # trainer layouts other than the default FSDP: Megatron over PCIe, FSDP exposed over PCIe,
 # parameters offloaded
@@ -49,7 +54,7 @@ TRAINERS = {
 
 def synthetic_rows(coefs: Coefficients) -> list[MeasuredStep]:
     rows = []
-    for i, (model, gpu, n, tp, prompts, k, mean, clip, critic, lora) in enumerate(RUNS):
+    for i, (model, gpu, n, tp, prompts, k, mean, clip, critic, lora, engine) in enumerate(RUNS):
         for step in (2, 3):
             row = MeasuredStep(
                 run=f"run{i}",
@@ -59,6 +64,7 @@ def synthetic_rows(coefs: Coefficients) -> list[MeasuredStep]:
                 gpu=gpu,
                 n_gpus=n,
                 rollout_tp=tp,
+                vllm_engine=engine,
                 algorithm="ppo" if critic else "grpo",
                 prompts_per_step=prompts,
                 n_samples=k,

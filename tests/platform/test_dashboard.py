@@ -20,9 +20,9 @@ pytestmark = pytest.mark.ray
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 HACKING = [0.30, 0.40, 0.50, 0.60, 0.55, 0.50, 0.45, 0.40, 0.35, 0.30]
 TIMEOUT_MS = 60_000
-SETUP = {  # what the hacking job stands for, for its quote: GRPO on one H100, CUDA graphs on
+SETUP = {  # what the hacking job stands for, for its quote: GRPO on one L40S, CUDA graphs on
     "model": "qwen2.5-0.5b",
-    "gpu": "h100",
+    "gpu": "l40s",
     "n_gpus": 1,
     "prompts_per_step": 64,
     "samples_per_prompt": 5,
@@ -118,7 +118,7 @@ def test_jobs_table_follows_a_stopped_job_and_its_page_shows_why(live_server, pa
     assert quoted == f"{job['quote']['step_s']['total']:.1f} s"  # the quote, as submitted
     caveats = page.locator("#quote .caveat").all_inner_texts()
     assert caveats == [f"outside the band's domain: {n}" for n in job["quote"]["outside_domain"]]
-    assert len(caveats) == 2  # CUDA graphs, and vLLM V1 on an H100
+    assert len(caveats) == 2  # an L40S, and CUDA graphs
     assert page.locator("#budget").inner_text().startswith("measured ")  # beside it, finished
     best_row = page.locator("#checkpoints tr[data-best]")
     assert best_row.count() == 1

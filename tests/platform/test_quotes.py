@@ -90,10 +90,9 @@ def test_a_command_job_with_a_setup_is_quoted_at_submission(api, platform):
     assert q["gpu_hours"] == pytest.approx(2 * q["total_s"] / 3600, rel=1e-3)
     lo, hi = q["band"]["gpu_hours"]
     assert lo < q["gpu_hours"] < hi
-    # an H100 0.5B eager job, but on vLLM's V1 engine (the default), which no H100 run whose
-    # generation the fit uses ran: the quote says so
-    (note,) = q["outside_domain"]
-    assert note.startswith("engine.vllm_engine 'v1': no run whose generation the fit uses")
+    # an H100 0.5B eager job on vLLM's V1 engine (the default), as fitted runs measured: nothing
+    # of it lies outside the band's domain
+    assert q["outside_domain"] == []
     # The quote is the policy's estimate: the user gave none.
     assert job["estimate_s"] == q["total_s"] and job["estimate_source"] == "quote"
     row = platform.table.rows[job["id"]]
@@ -102,10 +101,10 @@ def test_a_command_job_with_a_setup_is_quoted_at_submission(api, platform):
 
 
 def test_a_quote_names_what_lies_outside_the_calibrations_domain(api):
-    setup = {**SETUP, "gpu": "a100", "engine": {"enforce_eager": False}}
+    setup = {**SETUP, "gpu": "l40s", "engine": {"enforce_eager": False}}
     job = api.post("/v1/jobs", json={"command": "true", "setup": setup}).json()
     notes = job["quote"]["outside_domain"]
-    assert [n.split(":")[0] for n in notes] == ["gpu 'a100'", "engine.enforce_eager false"]
+    assert [n.split(":")[0] for n in notes] == ["gpu 'l40s'", "engine.enforce_eager false"]
     assert job["quote"]["band"] is not None  # the band stays, with what it was not tested on
     lines = quote_line(job).splitlines()
     assert lines[0].startswith("quote: ")

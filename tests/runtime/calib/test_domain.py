@@ -17,27 +17,35 @@ V1 = EngineSettings(vllm_engine="v1")
 def test_the_shipped_domain_is_the_fitted_runs():
     domain = shipped_domain()
     fitted = [row for row in read_measured() if not row.held_out]
-    assert domain.gpus == ("h100", "h20", "l20")
+    assert domain.gpus == ("a100", "h100", "h20", "l20")
     assert domain.min_params == model_spec("qwen2.5-0.5b", "model").params
     assert domain.max_params == model_spec("qwen2.5-32b", "model").params
     assert domain.eager_only and all(row.enforce_eager for row in fitted)
-    # generation's fitted runs: the LoRA ones on H100 and the L20 Megatron run on vLLM V0, the
-    # FSDP2 run on H20 on V1 (the H100 V1 runs are out of generation's domain or held out)
-    assert domain.generation_engines == (("h100", "v0"), ("h20", "v1"), ("l20", "v0"))
+    # generation's fitted runs: the LoRA ones, the 0.5B play-verl ones on H100 and the L20
+    # Megatron ones on vLLM V0; the FSDP2 run on H20, the 7B play-verl and dstack ones on H100
+    # and the Agentic-RAG one on A100 on V1
+    assert domain.generation_engines == (
+        ("a100", "v1"),
+        ("h100", "v0"),
+        ("h100", "v1"),
+        ("h20", "v1"),
+        ("l20", "v0"),
+    )
 
 
 def test_a_job_like_the_calibrations_runs_is_inside():
     assert outside(shipped_domain(), "qwen2.5-7b", "H100", EAGER) == []
     assert outside(shipped_domain(), "qwen2-7b", "h20", V1) == []  # the FSDP2 run's engine
+    assert outside(shipped_domain(), "qwen2.5-7b", "h100", V1) == []
 
 
 @pytest.mark.parametrize(
     ("model", "gpu", "engine", "field"),
     [
-        ("qwen2.5-7b", "a100", EAGER, "gpu 'a100'"),
+        ("qwen2.5-7b", "l40s", EAGER, "gpu 'l40s'"),
         ("qwen2.5-72b", "h100", EAGER, "model 'qwen2.5-72b': 72.7B parameters"),
         ("qwen2.5-7b", "h100", GRAPHS, "engine.enforce_eager false"),
-        ("qwen2.5-7b", "h100", V1, "engine.vllm_engine 'v1': no run whose generation"),
+        ("qwen2.5-7b", "h20", EAGER, "engine.vllm_engine 'v0': no run whose generation"),
         ("qwen2.5-7b", "l20", V1, "engine.vllm_engine 'v1'"),
     ],
 )

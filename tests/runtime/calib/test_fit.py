@@ -70,7 +70,7 @@ def test_roofline_multipliers_stay_at_least_one() -> None:
 
 def test_a_generation_out_of_the_domain_is_never_fitted_but_is_predicted() -> None:
     rows = synthetic_rows(TRUTH)
-    slow = synthetic_rows(TRUTH.model_copy(update={"memory": 5.0, "train": 10.0}))
+    slow = synthetic_rows(TRUTH.model_copy(update={"memory": 10.0, "train": 10.0}))
     reason = {"generation_out_of_domain": "an engine no other run has"}
     marked = [r.model_copy(update=reason) for r in slow]
     mixed = [r for r in rows if r.run != "run3"] + [r for r in marked if r.run == "run3"]
@@ -91,7 +91,7 @@ def test_leave_one_run_out_predicts_the_held_out_run() -> None:
 def test_a_step_model_that_is_not_the_one_measured_shows_in_the_errors() -> None:
     # measured with twice the eager launch overhead on one run: its held-out error grows
     rows = synthetic_rows(TRUTH)
-    slow = synthetic_rows(TRUTH.model_copy(update={"eager_s_per_layer": 1e-3}))
+    slow = synthetic_rows(TRUTH.model_copy(update={"eager_v0_s_per_layer": 2e-3}))
     mixed = [r for r in rows if r.run != "run3"] + [r for r in slow if r.run == "run3"]
     errors = {(e.run, e.phase): e.error for e in leave_one_run_out(features(mixed), [])}
     assert errors[("run3", "generation")] < -0.1

@@ -68,6 +68,7 @@ def job_row(
         n_gpus=job.n_gpus,
         rollout_tp=tp,
         enforce_eager=job.engine.enforce_eager,
+        vllm_engine=job.engine.vllm_engine,
         max_num_seqs=job.engine.max_num_seqs,
         gpu_memory_utilization=job.engine.gpu_memory_utilization,
         algorithm=job.algorithm,

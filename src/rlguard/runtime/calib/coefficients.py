@@ -5,15 +5,20 @@ Each coefficient multiplies a roofline time or counts seconds of overhead, so on
 model and GPU in runtime/sim/hardware.py. The terms are the ones the measurements call for
 (docs/runtime.md "Calibration"; terms that fitted to zero were dropped):
 
-- a decode step takes `memory` x (weights + the batch's KV cache read at full bandwidth) plus, in
-  eager mode (verl's vLLM default until August 2025), `eager_s_per_layer` per layer: the launch
-  and host overhead that dominates small batches. No measured run used CUDA graphs; with them the
-  model assumes that overhead gone, a lower bound;
+- a decode step takes `memory` x (weights + the batch's KV cache read at full bandwidth), plus
+  `generation_compute` x the matmuls of its sequences at peak (prefill's tokens too: the same
+  2 x params FLOPs a token), plus the host's work for each sequence in the batch (scheduling,
+  sampling, detokenizing: `host_v0_s_per_seq` or `host_v1_s_per_seq`, by vLLM's engine
+  generation), plus, in eager mode (verl's vLLM default until August 2025), the launch overhead
+  per layer that the GPU's work does not hide (`eager_v0_s_per_layer`, `eager_v1_s_per_layer`).
+  No measured run used CUDA graphs; with them the model assumes the launch overhead gone, a lower
+  bound;
 - with a LoRA adapter (vLLM's LoRA kernels on every linear layer) `lora_s_per_seq_layer` per
   sequence and layer of every decode step;
-- prefill: `prefill` x its matmuls at peak;
-- the phase switch per step (weights into the engine, its wake and sleep): `switch_s` +
-  `switch_s_per_gb` per GB of weights each GPU holds;
+- the phase switch per step (weights into the engine, its wake and sleep): `switch_s`, plus
+  `switch_lora_s_per_layer` per layer with a LoRA adapter (verl's `layered_summon` gathers and
+  merges it a layer at a time) and `switch_offload_s` with parameters offloaded (verl brings them
+  back from the CPU to sync them);
 - scoring: `forward` x its FLOPs at peak (1 / MFU), plus `micro_s_per_layer` per micro-batch
   and layer on each data-parallel rank (the launches, synchronisations and small kernels a
   micro-batch pays whatever its size: with them a trainer's efficiency falls with shorter
@@ -40,6 +45,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
+from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
@@ -57,24 +63,34 @@ COLD_START_S, LOAD_BYTES_PER_S = 25.0, 1.55 * GB  # as the roofline (REFERENCE s
 
 @dataclass(frozen=True)
 class EngineArgs:
-    """The rollout engine's settings that change its speed (vLLM's `EngineArgs` of those names);
-    defaults are verl's before August 2025 (vLLM with `enforce_eager=True`, `max_num_seqs` 1024,
-    `gpu_memory_utilization` 0.5)."""
+    """The rollout engine's settings that change its speed (vLLM's `EngineArgs` of those names,
+    and its engine generation); defaults are verl's before August 2025 (vLLM with
+    `enforce_eager=True`, `max_num_seqs` 1024, `gpu_memory_utilization` 0.5) on vLLM's V1 engine
+    (its default from 0.8, its only one from 0.11)."""
 
     enforce_eager: bool = True
     max_num_seqs: int = 1024
     gpu_memory_utilization: float = 0.5
+    vllm_engine: Literal["v0", "v1"] = "v1"
 
 
 class Coefficients(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     memory: float = Field(ge=0, description="x roofline memory time of a decode step")
-    eager_s_per_layer: float = Field(ge=0, description="per decode step and layer, eager mode")
+    generation_compute: float = Field(
+        ge=0, description="x peak-FLOPs time of the matmuls of every prefilled and decoded token"
+    )
+    host_v0_s_per_seq: float = Field(ge=0, description="per sequence and decode step, vLLM V0")
+    host_v1_s_per_seq: float = Field(ge=0, description="per sequence and decode step, vLLM V1")
+    eager_v0_s_per_layer: float = Field(ge=0, description="per decode step and layer, eager V0")
+    eager_v1_s_per_layer: float = Field(ge=0, description="per decode step and layer, eager V1")
     lora_s_per_seq_layer: float = Field(ge=0, description="per sequence and layer, LoRA adapter")
-    prefill: float = Field(ge=0, description="x peak-FLOPs time of prefill")
     switch_s: float = Field(ge=0, description="phase switch per step")
-    switch_s_per_gb: float = Field(ge=0, description="phase switch per GB of weights per GPU")
+    switch_lora_s_per_layer: float = Field(
+        ge=0, description="phase switch per layer, LoRA adapter (layered summon)"
+    )
+    switch_offload_s: float = Field(ge=0, description="phase switch, parameters offloaded")
     forward: float = Field(ge=0, description="x peak-FLOPs time of a scoring pass (1 / MFU)")
     offload_pass_s_per_layer: float = Field(
         ge=0, description="per scoring pass and layer, parameters offloaded"
@@ -125,7 +141,10 @@ def calibrated_profile(
     """`tp` is the rollout's tensor parallel; `layout` is the trainer's, for scoring and
     training."""
     bandwidth, flops = tp * gpu.bandwidth, tp * gpu.bf16_flops
-    launch = c.eager_s_per_layer if engine.enforce_eager else 0.0
+    v1 = engine.vllm_engine == "v1"
+    launch = (c.eager_v1_s_per_layer if v1 else c.eager_v0_s_per_layer) * engine.enforce_eager
+    host = c.host_v1_s_per_seq if v1 else c.host_v0_s_per_seq
+    matmuls = c.generation_compute * 2 * model.params / flops  # a token's, prefilled or decoded
     budget = engine.gpu_memory_utilization * gpu.memory_bytes
     kv_free = budget - model.weight_bytes / tp - ACTIVATION_RESERVE
     forward, update = 2 * model.params, train_flops_per_token(model, lora, layout.recompute)
@@ -136,9 +155,9 @@ def calibrated_profile(
     train_s = compute_s_per_flop(c.train, c.train_s_per_pflop, gpu) * update
     return TimeProfile(
         name=name,
-        prefill_s_per_token=c.prefill * 2 * model.params / flops,
+        prefill_s_per_token=matmuls,
         decode_s_per_step=c.memory * model.weight_bytes / bandwidth + launch * model.layers,
-        decode_s_per_seq=c.lora_s_per_seq_layer * model.layers * lora,
+        decode_s_per_seq=host + matmuls + c.lora_s_per_seq_layer * model.layers * lora,
         decode_s_per_context_token=c.memory * model.kv_bytes_per_token / bandwidth,
         score_s_per_token=score_s * stretch
         + comm_s_per_token(model, gpu, layout, score_s, train=False, lora=lora),
@@ -150,7 +169,9 @@ def calibrated_profile(
         max_batch=engine.max_num_seqs,
         gpus_per_actor=tp,
         kv_capacity_tokens=max(1, int(tp * kv_free // model.kv_bytes_per_token)),
-        phase_switch_s=c.switch_s + c.switch_s_per_gb * model.weight_bytes / tp / GB,
+        phase_switch_s=c.switch_s
+        + c.switch_lora_s_per_layer * model.layers * lora
+        + c.switch_offload_s * layout.offload,
         score_s_per_pass=layout.offload
         * (
             c.offload_pass_s_per_layer * model.layers

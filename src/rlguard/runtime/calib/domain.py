@@ -1,8 +1,8 @@
 """Where the calibration measured: the GPUs, model sizes and engine modes of the runs its fit
 used. A quote outside that domain is still the simulator's number, but its band was never
-tested there (a job on an A100, a 72B model, a rollout with CUDA graphs, vLLM's V1 engine on a
-GPU whose fitted generation ran V0), so the quote says what lies outside instead of presenting
-the band as if it held.
+tested there (a job on an L40S, a 72B model, a rollout with CUDA graphs, vLLM's V0 engine on a
+GPU whose fitted generation ran V1 alone), so the quote says what lies outside instead of
+presenting the band as if it held.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ from rlguard.runtime.calib.replay import (
 
 MAX_ROUNDS = 50
 # Multipliers of roofline time never below 1: no measured step beats the datasheet.
-FLOOR = {"memory": 1.0, "prefill": 1.0, "forward": 1.0, "train": 1.0}
+FLOOR = {"memory": 1.0, "generation_compute": 1.0, "forward": 1.0, "train": 1.0}
 
 
 @dataclass(frozen=True)

@@ -44,16 +44,16 @@ from rlguard.runtime.sim.setups import Setup
 
 
 class EngineSettings(BaseModel):
-    """The rollout engine's settings; defaults are verl's before August 2025, but for vLLM's
-    engine generation, V1 (the only one since vLLM 0.11), which the step model does not price
-    apart and a quote names when no fitted run measured it on the job's GPU."""
+    """The rollout engine's settings; defaults are verl's before August 2025 on vLLM's V1
+    engine (the only one since vLLM 0.11). The step model prices the two engine generations
+    apart; a quote names an engine that no fitted run measured on the job's GPU."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     enforce_eager: bool = EngineArgs.enforce_eager
     max_num_seqs: int = Field(EngineArgs.max_num_seqs, gt=0)
     gpu_memory_utilization: float = Field(EngineArgs.gpu_memory_utilization, gt=0, le=1)
-    vllm_engine: Literal["v0", "v1"] = "v1"
+    vllm_engine: Literal["v0", "v1"] = EngineArgs.vllm_engine
 
 
 class JobFile(BaseModel):
@@ -99,7 +99,7 @@ class JobFile(BaseModel):
 
     def engine_settings(self) -> EngineArgs:
         e = self.engine
-        return EngineArgs(e.enforce_eager, e.max_num_seqs, e.gpu_memory_utilization)
+        return EngineArgs(e.enforce_eager, e.max_num_seqs, e.gpu_memory_utilization, e.vllm_engine)
 
     def layout(self) -> TrainLayout:
         mean = self.prompt_length_mean + self.response_length_mean

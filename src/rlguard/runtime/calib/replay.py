@@ -33,8 +33,16 @@ from rlguard.runtime.sim.serverful import serverful_step
 from rlguard.runtime.sim.setups import Setup
 from rlguard.runtime.sim.workload import PromptPool, TokenBatch
 
-GENERATION = ("memory", "eager_s_per_layer", "lora_s_per_seq_layer", "prefill")
-SWITCH = ("switch_s", "switch_s_per_gb")
+GENERATION = (
+    "memory",
+    "generation_compute",
+    "host_v0_s_per_seq",
+    "host_v1_s_per_seq",
+    "eager_v0_s_per_layer",
+    "eager_v1_s_per_layer",
+    "lora_s_per_seq_layer",
+)
+SWITCH = ("switch_s", "switch_lora_s_per_layer", "switch_offload_s")
 SCORING = (
     "forward",
     "offload_pass_s_per_layer",
@@ -56,6 +64,7 @@ def engine_of(row: MeasuredStep) -> EngineArgs:
         d.enforce_eager if row.enforce_eager is None else row.enforce_eager,
         row.max_num_seqs or d.max_num_seqs,
         row.gpu_memory_utilization or d.gpu_memory_utilization,
+        row.vllm_engine,
     )
 
 
@@ -121,8 +130,9 @@ def generation_features(job: Replay) -> tuple[np.ndarray, np.ndarray]:
     """((actors, len(GENERATION)), (len(SWITCH),)): each actor's generation time and the phase
     switch are these rows times the coefficients (dot product). The schedule does not depend on
     the coefficients (no compute floor, no migration), so one simulation gives the counts."""
-    model, tp, eager = job.model, job.row.rollout_tp, job.engine.enforce_eager
-    lora = job.row.lora_rank > 0
+    model, tp, engine = job.model, job.row.rollout_tp, job.engine
+    lora, offload = job.row.lora_rank > 0, job.row.layout().offload
+    v1, eager = engine.vllm_engine == "v1", engine.enforce_eager
     split = equal_count_split(len(job.batch.keys), job.row.n_gpus // tp)
     gen = simulate_generation(split, job.batch, job.profile(_UNIT), dedup=True, tau=None)
     bandwidth, flops = tp * job.gpu.bandwidth, tp * job.gpu.bf16_flops
@@ -131,14 +141,17 @@ def generation_features(job: Replay) -> tuple[np.ndarray, np.ndarray]:
             [
                 (w.steps * model.weight_bytes + w.context_tokens * model.kv_bytes_per_token)
                 / bandwidth,
-                w.steps * model.layers * eager,
+                (w.seq_steps + w.prefill_tokens) * 2 * model.params / flops,
+                w.seq_steps * (not v1),
+                w.seq_steps * v1,
+                w.steps * model.layers * eager * (not v1),
+                w.steps * model.layers * eager * v1,
                 w.seq_steps * model.layers * lora,
-                w.prefill_tokens * 2 * model.params / flops,
             ]
             for w in gen.actor_work
         ]
     )
-    return actors, np.array([1.0, model.weight_bytes / tp / GB])
+    return actors, np.array([1.0, model.layers * lora, float(offload)])
 
 
 def scoring_features(job: Replay) -> np.ndarray:
