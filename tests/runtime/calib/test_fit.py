@@ -10,6 +10,8 @@ from rlguard.runtime.calib.fit import features, fit, leave_one_run_out
 from rlguard.runtime.calib.measured import PHASES
 from rlguard.runtime.calib.replay import (
     COMPUTE_TERMS,
+    GENERATION,
+    SWITCH,
     compute_rate,
     exposed_comm_s,
     replay,
@@ -29,6 +31,8 @@ def test_the_fit_reproduces_the_steps_of_a_known_model() -> None:
             assert simulated[phase] == pytest.approx(row.measured(phase), rel=0.02), (row, phase)
     assert fitted.forward == pytest.approx(TRUTH.forward, rel=1e-6)
     for name in (
+        *GENERATION,  # each engine generation's terms apart, from runs of both
+        *SWITCH,
         "offload_pass_s_per_layer",
         "offload_pass_s_per_gb",
         "offload_update_s_per_layer",
