@@ -3,7 +3,8 @@
 
 Each coefficient multiplies a roofline time or counts seconds of overhead, so one fit serves every
 model and GPU in runtime/sim/hardware.py. The terms are the ones the measurements call for
-(docs/runtime.md "Calibration"; terms that fitted to zero were dropped):
+(docs/runtime.md "Calibration"; terms that fitted to zero were dropped, but for the eager
+launches of vLLM's V1 engine, kept beside V0's so that the fit says they are hidden):
 
 - a decode step takes `memory` x (weights + the batch's KV cache read at full bandwidth), plus
   `generation_compute` x the matmuls of its sequences at peak (prefill's tokens too: the same
