@@ -177,7 +177,7 @@ def test_calibrate_scales_each_phase_to_the_logs(monkeypatch, capsys, tmp_path) 
     assert json.loads(stdout)["config"]["profile"]["name"].startswith("calibrated-qwen2.5-0.5b")
 
 
-def test_the_rows_calibrate_fits_carry_the_job_files_trainer_and_padding(tmp_path) -> None:
+def test_the_rows_calibrate_fits_carry_the_job_files_trainer_padding_and_engine(tmp_path) -> None:
     """Each setting the step model reads reaches the rows the shipped model is scaled on."""
     trainer = {
         "micro_batch_per_gpu": 8,
@@ -186,10 +186,12 @@ def test_the_rows_calibrate_fits_carry_the_job_files_trainer_and_padding(tmp_pat
         "param_offload": True,
     }
     padding = {"remove_padding": False, "critic_remove_padding": False}
-    job = job_file(tmp_path, algorithm="ppo", trainer=trainer, **padding)
+    engine = {"enforce_eager": True, "vllm_engine": "v1"}  # the CSV's own default is v0
+    job = job_file(tmp_path, algorithm="ppo", trainer=trainer, engine=engine, **padding)
     (row, *_) = rows_from_logs(read_job(job), str(job), [verl_log(tmp_path, job)])
     assert row.trainer() == read_job(job).trainer
     assert {k: getattr(row, k) for k in padding} == padding
+    assert (row.enforce_eager, row.vllm_engine) == (True, "v1")
 
 
 def test_calibrate_leaves_the_communication_at_datasheet_speed(tmp_path) -> None:
