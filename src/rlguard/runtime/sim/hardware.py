@@ -10,6 +10,9 @@ it): 900 GB/s on H100 SXM and H20, 400 GB/s on H800 SXM, 600 GB/s on A100 SXM. L
 have no NVLink, only PCIe Gen4 x16, whose 32 GB/s a direction NCCL does not reach through PCIe
 switches and root ports: its all-reduce measures 18-26 GB/s on such GPUs (docs/runtime.md, "How
 slow the links are"), and the catalog takes the 22 GB/s measured with peer-to-peer transfers.
+A GeForce RTX 4090 (Ada, PCIe Gen4, 165.2 TFLOPS dense BF16 with FP32 accumulate in NVIDIA's Ada
+whitepaper) has no peer-to-peer on NVIDIA's driver, so its collectives go through host memory: 18
+GB/s in the same NCCL issue.
 """
 
 from __future__ import annotations
@@ -83,6 +86,7 @@ LLAMA31_70B = ModelSpec("meta-llama/Llama-3.1-70B", 70.6e9, 80, 8, 128, 128256, 
 # NCCL all-reduce bus bandwidth over PCIe Gen4 x16 with peer-to-peer (github.com/NVIDIA/nccl
 # issue 1603); the link's own rate is 32 GB/s a direction
 PCIE4 = 22 * GB
+PCIE4_THROUGH_HOST = 18 * GB
 L40S = GpuSpec("L40S", 48 * GB, 864 * GB, 362e12, PCIE4)
 L20 = GpuSpec("L20", 48 * GB, 864 * GB, 119.5e12, PCIE4)
 A100 = GpuSpec("A100 80GB SXM", 80 * GB, 2039 * GB, 312e12, 300 * GB)
@@ -90,6 +94,7 @@ A100_40GB = GpuSpec("A100 40GB SXM", 40 * GB, 1555 * GB, 312e12, 300 * GB)
 H100 = GpuSpec("H100 SXM", 80 * GB, 3350 * GB, 989e12, 450 * GB)
 H800 = GpuSpec("H800 SXM", 80 * GB, 3350 * GB, 989e12, 200 * GB)
 H20 = GpuSpec("H20", 96 * GB, 4000 * GB, 148e12, 450 * GB)
+RTX4090 = GpuSpec("GeForce RTX 4090", 24 * GB, 1008 * GB, 165.2e12, PCIE4_THROUGH_HOST)
 
 MODELS = {
     "qwen2.5-0.5b": QWEN25_05B,
@@ -113,6 +118,7 @@ GPUS = {
     "h100": H100,
     "h800": H800,
     "h20": H20,
+    "rtx4090": RTX4090,
 }
 
 
