@@ -7,7 +7,9 @@ in-sample errors, each run's exposed communication, the fit redone at other PCIe
 bandwidths (the one catalog number measured rather than read off a datasheet), how far measured
 verl generation sits above the roofline (the simulator's old model, now its lower bound), and the
 passes timed on a GPU's kernels (calib/kernels.py) against the fitted compute, with the
-leave-one-run-out errors of a fit without them beside. Asserts nothing.
+leave-one-run-out errors of a fit without them beside, what a quote of each held-out run would
+flag as outside the domain, and each run's host factor (one scale on every per-op term). Asserts
+nothing.
 
     python benchmarks/bench_calibration.py --out benchmarks/results/calibration.json
 """
@@ -21,9 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.optimize import minimize_scalar
 
 from rlguard.io import write_json
 from rlguard.runtime.calib.coefficients import SHIPPED, Coefficients, save_coefficients
+from rlguard.runtime.calib.domain import outside, shipped_domain
 from rlguard.runtime.calib.fit import (
     Features,
     RunError,
@@ -32,8 +36,9 @@ from rlguard.runtime.calib.fit import (
     leave_one_run_out,
     run_errors,
 )
+from rlguard.runtime.calib.job import EngineSettings
 from rlguard.runtime.calib.kernels import KernelPass, kernel_passes, read_kernel_cells
-from rlguard.runtime.calib.measured import PHASES, by_run, read_measured
+from rlguard.runtime.calib.measured import PHASES, MeasuredStep, by_run, read_measured
 from rlguard.runtime.calib.quote import band_of
 from rlguard.runtime.calib.replay import Replay, compute_rate, exposed_comm_s
 from rlguard.runtime.policies.pricing import Prices
@@ -176,6 +181,69 @@ def interconnect_sensitivity(
     return out
 
 
+def quote_notes(rows: list[MeasuredStep]) -> dict[str, list[str]]:
+    """What a quote of each run's setup would say lies outside the calibration's domain (none:
+    its band would be presented as measured on jobs like it)."""
+    return {
+        run: outside(
+            shipped_domain(),
+            row.model,
+            row.gpu,
+            EngineSettings(
+                enforce_eager=row.enforce_eager is not False, vllm_engine=row.vllm_engine
+            ),
+        )
+        for run, (row, *_) in sorted(by_run(rows).items())
+    }
+
+
+# The terms that count seconds of host-side work (launches, scheduling, synchronisations, the
+# phase switch) rather than scaling a roofline time: the ones a slower or faster host CPU moves.
+PER_OP_TERMS = (
+    "host_v0_s_per_seq",
+    "host_v1_s_per_seq",
+    "eager_v0_s_per_layer",
+    "eager_v1_s_per_layer",
+    "lora_s_per_seq_layer",
+    "switch_s",
+    "switch_lora_s_per_layer",
+    "switch_offload_s",
+    "micro_s_per_layer",
+    "train_micro_s_per_layer",
+    "offload_pass_s_per_layer",
+    "offload_update_s_per_layer",
+)
+
+
+def host_factors(feats: list[Features], coefs: Coefficients) -> list[dict[str, Any]]:
+    """Each run's one factor on every per-op term (PER_OP_TERMS) that best fits its phases
+    together (least squares on relative error, the rest of the shipped fit as it is: in sample
+    for a covered run, a prediction for a held-out one), with its errors before and after:
+    whether one unobserved number, the host's speed, accounts for a run's misses. A diagnostic
+    read after the errors: nothing is fitted with it."""
+    out = []
+    for run, steps in by_run(f.row for f in feats).items():
+        jobs = [f.job for f in feats if f.row.run == run]
+
+        def errors(log_factor: float, jobs: list[Replay] = jobs, run: str = run) -> list[RunError]:
+            scaled = {t: getattr(coefs, t) * np.exp(log_factor) for t in PER_OP_TERMS}
+            return run_errors(run, jobs, coefs.model_copy(update=scaled))
+
+        best = minimize_scalar(
+            lambda x: sum(e.error**2 for e in errors(x)), bounds=(-3, 3), method="bounded"
+        )
+        out.append(
+            {
+                "run": run,
+                "held_out": steps[0].held_out,
+                "factor": round(float(np.exp(best.x)), 3),
+                "errors_shipped": {e.phase: round(e.error, 4) for e in errors(0.0)},
+                "errors_at_factor": {e.phase: round(e.error, 4) for e in errors(best.x)},
+            }
+        )
+    return out
+
+
 def summary(errors: list[RunError], phases: tuple[str, ...] = PHASES) -> dict[str, Any]:
     out = {}
     for phase in phases:
@@ -211,7 +279,7 @@ def main() -> None:
     }
     loro = leave_one_run_out(feats, passes)
     reasons = {r.run: r.generation_out_of_domain for r in rows if r.generation_out_of_domain}
-    outside, held = set(reasons), {r.run for r in rows if r.held_out}
+    gen_outside, held = set(reasons), {r.run for r in rows if r.held_out}
     fitted_in = {(r.run, phase) for r in rows for phase in PHASES if r.fitted(phase)}
     covered = [e for e in loro if (e.run, e.phase) in fitted_in]
     without = [e for e in leave_one_run_out(feats, []) if (e.run, e.phase) in fitted_in]
@@ -226,22 +294,24 @@ def main() -> None:
             "summary_full_fine_tunes": summary(
                 [e for e in covered if e.run in {r.run for r in rows if r.lora_rank == 0}]
             ),
-            "runs": table([e for e in loro if e.run not in held], outside, held),
+            "runs": table([e for e in loro if e.run not in held], gen_outside, held),
             "summary_covered_without_kernel_passes": summary(without),
-            "runs_without_kernel_passes": table(without, outside, held),
+            "runs_without_kernel_passes": table(without, gen_outside, held),
         },
         "held_out": {
             "runs_held_out": sorted(held),
             "note": "set aside before any model choice; predicted by the fit to every covered run",
             "summary": summary([e for e in loro if e.run in held]) if held else {},
-            "runs": table([e for e in loro if e.run in held], outside, held),
+            "runs": table([e for e in loro if e.run in held], gen_outside, held),
+            "outside_domain": quote_notes([r for r in rows if r.held_out]),
         },
-        "in_sample": {"summary": summary(fitted), "runs": table(fitted, outside, held)},
+        "in_sample": {"summary": summary(fitted), "runs": table(fitted, gen_outside, held)},
         "generation_out_of_domain": reasons,
         "kernel_passes": kernel_table(passes, coefs),
         "communication_s": communication(feats, coefs),
         "interconnect_sensitivity": interconnect_sensitivity(feats, passes, fitted_in),
         "above_roofline": above_roofline(feats),
+        "host_factor": host_factors(feats, coefs),
         "wall_s": round(time.perf_counter() - start, 1),
     }
     write_json(args.out, payload)
