@@ -197,37 +197,19 @@ def quote_notes(rows: list[MeasuredStep]) -> dict[str, list[str]]:
     }
 
 
-# The terms that count seconds of host-side work (launches, scheduling, synchronisations, the
-# phase switch) rather than scaling a roofline time: the ones a slower or faster host CPU moves.
-PER_OP_TERMS = (
-    "host_v0_s_per_seq",
-    "host_v1_s_per_seq",
-    "eager_v0_s_per_layer",
-    "eager_v1_s_per_layer",
-    "lora_s_per_seq_layer",
-    "switch_s",
-    "switch_lora_s_per_layer",
-    "switch_offload_s",
-    "micro_s_per_layer",
-    "train_micro_s_per_layer",
-    "offload_pass_s_per_layer",
-    "offload_update_s_per_layer",
-)
-
-
 def host_factors(feats: list[Features], coefs: Coefficients) -> list[dict[str, Any]]:
-    """Each run's one factor on every per-op term (PER_OP_TERMS) that best fits its phases
-    together (least squares on relative error, the rest of the shipped fit as it is: in sample
-    for a covered run, a prediction for a held-out one), with its errors before and after:
-    whether one unobserved number, the host's speed, accounts for a run's misses. A diagnostic
-    read after the errors: nothing is fitted with it."""
+    """Each run's one factor on every per-op term (`Coefficients.at_host_speed`) that best fits
+    its phases together (least squares on relative error, the rest of the shipped fit as it is:
+    in sample for a covered run, a prediction for a held-out one), with its errors before and
+    after: whether one unobserved number, the host's speed, accounts for a run's misses. A
+    diagnostic read after the errors: nothing is fitted with it; their range goes beside the
+    coefficients, where a quote reads it (calib/quote.py)."""
     out = []
     for run, steps in by_run(f.row for f in feats).items():
         jobs = [f.job for f in feats if f.row.run == run]
 
         def errors(log_factor: float, jobs: list[Replay] = jobs, run: str = run) -> list[RunError]:
-            scaled = {t: getattr(coefs, t) * np.exp(log_factor) for t in PER_OP_TERMS}
-            return run_errors(run, jobs, coefs.model_copy(update=scaled))
+            return run_errors(run, jobs, coefs.at_host_speed(float(np.exp(log_factor))))
 
         best = minimize_scalar(
             lambda x: sum(e.error**2 for e in errors(x)), bounds=(-3, 3), method="bounded"
@@ -283,7 +265,14 @@ def main() -> None:
     fitted_in = {(r.run, phase) for r in rows for phase in PHASES if r.fitted(phase)}
     covered = [e for e in loro if (e.run, e.phase) in fitted_in]
     without = [e for e in leave_one_run_out(feats, []) if (e.run, e.phase) in fitted_in]
-    save_coefficients(coefs, args.coefficients, {**about, "leave_one_run_out": band_of(covered)})
+    hosts = host_factors(feats, coefs)
+    factors = [h["factor"] for h in hosts]
+    host_range = {"runs": len(factors), "min": min(factors), "max": max(factors)}
+    save_coefficients(
+        coefs,
+        args.coefficients,
+        {**about, "leave_one_run_out": band_of(covered), "host_factor": host_range},
+    )
     fitted = in_sample(feats, coefs)
     payload = {
         **about,
@@ -311,7 +300,7 @@ def main() -> None:
         "communication_s": communication(feats, coefs),
         "interconnect_sensitivity": interconnect_sensitivity(feats, passes, fitted_in),
         "above_roofline": above_roofline(feats),
-        "host_factor": host_factors(feats, coefs),
+        "host_factor": hosts,
         "wall_s": round(time.perf_counter() - start, 1),
     }
     write_json(args.out, payload)

@@ -119,6 +119,9 @@ def test_jobs_table_follows_a_stopped_job_and_its_page_shows_why(live_server, pa
     caveats = page.locator("#quote .caveat").all_inner_texts()
     assert caveats == [f"outside the band's domain: {n}" for n in job["quote"]["outside_domain"]]
     assert len(caveats) == 2  # an L40S, and CUDA graphs
+    hosts = page.locator("#host-range").inner_text().split(": ")[-1]
+    shown = [float(x.removesuffix(" GPU-h")) for x in hosts.split(" – ")]
+    assert shown == pytest.approx(job["quote"]["host_range"]["gpu_hours"], rel=5e-3)
     assert page.locator("#budget").inner_text().startswith("measured ")  # beside it, finished
     best_row = page.locator("#checkpoints tr[data-best]")
     assert best_row.count() == 1

@@ -31,9 +31,10 @@ from rlguard.platform.step_reports import StepReports
 from rlguard.platform.steps import step_rows, write_csv
 from rlguard.platform.tenants import create_tenant
 from rlguard.runtime.calib.calibrate import calibrate
+from rlguard.runtime.calib.coefficients import load_coefficients
 from rlguard.runtime.calib.job import calibrated_job_profile, job_setup
 from rlguard.runtime.calib.measured import PHASES, read_measured
-from rlguard.runtime.calib.quote import CALIBRATION, STEP_FUNCTION, QuoteSetup, quote
+from rlguard.runtime.calib.quote import CALIBRATION, STEP_FUNCTION, QuoteSetup, quote, step_phases
 from rlguard.runtime.policies.pricing import Prices
 from rlguard.runtime.sim.experiment import measured_batches, run_setup
 from rlguard.runtime.sim.serverful import serverful_step
@@ -151,6 +152,32 @@ def test_the_band_is_the_calibrations_leave_one_run_out_range():
         e = shipped["phases"][phase]
         assert lo == pytest.approx(q["step_s"][phase] / (1 + e["max_error"]), abs=2e-3)
         assert hi == pytest.approx(q["step_s"][phase] / (1 + e["min_error"]), abs=2e-3)
+
+
+def test_the_host_range_is_the_step_at_the_calibrations_slowest_and_fastest_hosts():
+    """The shipped file's host factors are calibration.json's range over every run, and the
+    range is the quote's own step function under the coefficients at those factors: a small
+    model on one GPU, mostly per-op work, moves further with its host than a 7B on 16 GPUs."""
+    shipped = yaml.safe_load(CALIBRATION.read_text("utf-8"))
+    results = json.loads((ROOT / "benchmarks/results/calibration.json").read_text())
+    factors = [run["factor"] for run in results["host_factor"]]
+    hosts = shipped["host_factor"]
+    assert (hosts["runs"], hosts["min"], hosts["max"]) == (len(factors), min(factors), max(factors))
+    assert hosts["min"] < 1 < hosts["max"]
+    small = QuoteSetup.model_validate({**SETUP, "n_gpus": 1})
+    q = quote(small, 100)
+    at = load_coefficients()
+    for i, factor in enumerate((hosts["min"], hosts["max"])):
+        phases, _ = step_phases(small, "setup", at.at_host_speed(factor))
+        for phase in PHASES:
+            assert q["host_range"]["step_s"][phase][i] == round(phases[phase], 3)
+    lo, hi = q["host_range"]["gpu_hours"]
+    assert lo < q["gpu_hours"] < hi
+
+    big = QuoteSetup.model_validate({**SETUP, "model": "qwen2.5-7b", "n_gpus": 16})
+    spread = [(x["host_range"]["gpu_hours"], x["gpu_hours"]) for x in (q, quote(big, 100))]
+    small_spread, big_spread = ((hi - lo) / mid for (lo, hi), mid in spread)
+    assert small_spread > big_spread > 0
 
 
 def test_a_users_estimate_wins_and_jobs_without_a_setup_say_why_they_have_no_quote(api):

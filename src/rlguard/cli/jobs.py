@@ -160,6 +160,9 @@ def quote_line(job: dict[str, Any]) -> str:
     if band:
         lo, hi = band["gpu_hours"]
         spread = f" (leave-one-run-out band {lo:.3g}-{hi:.3g})"
+    if hosts := q.get("host_range"):
+        lo, hi = hosts["gpu_hours"]
+        spread += f" (on the calibration's fastest to slowest hosts {lo:.3g}-{hi:.3g})"
     notes = q.get("outside_domain", [])
     caveats = "".join(f"\n  outside the band's domain: {note}" for note in notes)
     return (

@@ -1,5 +1,5 @@
-// A job's quote (the calibrated simulator's step for its setup, with the leave-one-run-out band),
-// its budget, and what it measured once finished, side by side.
+// A job's quote (the calibrated simulator's step for its setup, with the leave-one-run-out band
+// and the range its host alone could move it), its budget, and what it measured once finished.
 import { duration, el } from "./format.js";
 
 const PHASES = ["generation", "scoring", "training", "total"];
@@ -28,6 +28,10 @@ export function quoteView(job) {
         el("td", { class: "num", text: band ? `${secs(band.step_s[p][0])} – ${secs(band.step_s[p][1])}` : "" }),
         el("td", { class: "num", text: secs(measured[p]) }))))),
     el("p", { class: "muted", text: band ? `band: ${band.source}` : "" }),
+    ...(q.host_range ? [el("p", { id: "host-range", text:
+      `on the calibration's fastest to slowest hosts (per-op work x ${q.host_range.factors[0]} to ` +
+      `x ${q.host_range.factors[1]}): ${hours(q.host_range.gpu_hours[0])} – ` +
+      `${hours(q.host_range.gpu_hours[1])}` })] : []),
     ...(q.outside_domain || []).map((note) => el("p", { class: "caveat", text: `outside the band's domain: ${note}` })));
   return withBudget(box, job);
 }

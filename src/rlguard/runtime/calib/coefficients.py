@@ -116,6 +116,30 @@ class Coefficients(BaseModel):
         0.0, ge=0, description="per training micro-batch and layer on a data-parallel rank"
     )
 
+    def at_host_speed(self, factor: float) -> Coefficients:
+        """The model on a host that does its per-op work (PER_OP_TERMS) `factor` times as slowly
+        as the fitted runs' hosts did; the terms that scale a roofline time stay."""
+        return self.model_copy(update={t: getattr(self, t) * factor for t in PER_OP_TERMS})
+
+
+# The terms that count seconds of host-side work (launches, scheduling, synchronisations, the
+# phase switch, moving offloaded weights) rather than scaling a roofline time: the ones a slower
+# or faster host CPU moves. No verl log names its host, so no input carries this.
+PER_OP_TERMS = (
+    "host_v0_s_per_seq",
+    "host_v1_s_per_seq",
+    "eager_v0_s_per_layer",
+    "eager_v1_s_per_layer",
+    "lora_s_per_seq_layer",
+    "switch_s",
+    "switch_lora_s_per_layer",
+    "switch_offload_s",
+    "micro_s_per_layer",
+    "train_micro_s_per_layer",
+    "offload_pass_s_per_layer",
+    "offload_update_s_per_layer",
+)
+
 
 def compute_s_per_flop(at_peak: float, per_pflop: float, gpu: GpuSpec) -> float:
     """Seconds a FLOP of a scoring pass or an update takes: `at_peak` x the time at the GPU's

@@ -11,6 +11,12 @@ if the job errs as the calibration's runs did. The step's band adds the phases' 
 phase erring the same way: the widest honest range). With no errors in the calibration file the
 quote has no band, and says so. What of the job lies outside the runs the band was measured on
 (calib/domain.py) is listed beside it.
+
+The host range: the band's runs ran on data-centre hosts, and a host that drives the GPU faster
+or slower moves every per-op term at once (`Coefficients.at_host_speed`), which no setup field
+carries. The calibration writes the range of host factors its runs needed, blind ones included;
+the quote is the same step at both ends of it, so a job whose time is mostly per-op work (a
+small model on one GPU) sees how far its host alone could move it.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationInfo, field_validator, model_validator
 
 from rlguard.errors import InputError
+from rlguard.runtime.calib.coefficients import Coefficients, load_coefficients
 from rlguard.runtime.calib.domain import outside, shipped_domain
 from rlguard.runtime.calib.job import JobFile, calibrated_job_profile, job_setup
 from rlguard.runtime.calib.measured import PHASES
@@ -93,18 +100,26 @@ def band_of(errors: list[RunError]) -> dict[str, Any]:
     return out
 
 
+def _calibration(key: str) -> dict[str, Any] | None:
+    """What bench_calibration.py writes beside the coefficients under `key`, or None."""
+    return read_mapping(CALIBRATION_NAME, CALIBRATION.read_text("utf-8")).get(key)
+
+
 def load_band() -> dict[str, Any] | None:
-    """The calibration's leave-one-run-out errors per phase (bench_calibration.py writes them
-    beside the coefficients), or None if the shipped file has none."""
-    raw = read_mapping(CALIBRATION_NAME, CALIBRATION.read_text("utf-8"))
-    return raw.get("leave_one_run_out")
+    """The calibration's leave-one-run-out errors per phase, or None if the file has none."""
+    return _calibration("leave_one_run_out")
 
 
-def _placed(job: QuoteSetup, where: str):  # type: ignore[no-untyped-def]
+def load_host_range() -> dict[str, Any] | None:
+    """The smallest and largest host factor the calibration's runs needed, or None."""
+    return _calibration("host_factor")
+
+
+def _placed(job: QuoteSetup, where: str, coefficients: Coefficients | None = None):  # type: ignore[no-untyped-def]
     """The simulator's setup and calibrated profile; InputError `where: FIELD: ...` if the
     simulator cannot place the job (its weights and one sequence's KV cache do not fit)."""
     setup = job_setup(job, where)
-    profile = calibrated_job_profile(job, where)
+    profile = calibrated_job_profile(job, where, coefficients)
     tp = profile.gpus_per_actor
     try:
         check_fits(setup, profile)
@@ -126,9 +141,12 @@ def _placed(job: QuoteSetup, where: str):  # type: ignore[no-untyped-def]
     return setup, profile
 
 
-def step_phases(job: QuoteSetup, where: str = "setup") -> tuple[dict[str, float], int]:
-    """(mean seconds per phase of the simulated verl step, the rollout's tensor parallel)."""
-    setup, profile = _placed(job, where)
+def step_phases(
+    job: QuoteSetup, where: str = "setup", coefficients: Coefficients | None = None
+) -> tuple[dict[str, float], int]:
+    """(mean seconds per phase of the simulated verl step, the rollout's tensor parallel), under
+    the shipped coefficients or `coefficients`."""
+    setup, profile = _placed(job, where, coefficients)
     reports = [
         serverful_step(batch, setup, profile, Prices()) for batch in measured_batches(setup, SEED)
     ]
@@ -176,5 +194,22 @@ def quote(job: QuoteSetup, steps: int, where: str = "setup") -> dict[str, Any]:
             "step_s": {k: [round(lo, 3), round(hi, 3)] for k, (lo, hi) in ranges.items()},
             "total_s": [round(steps * x, 1) for x in ranges["total"]],
             "gpu_hours": [round(scale * x, 4) for x in ranges["total"]],
+        }
+    hosts = load_host_range()
+    if hosts is not None:
+        shipped = load_coefficients()
+        ends = [
+            step_phases(job, where, shipped.at_host_speed(hosts[end]))[0] for end in ("min", "max")
+        ]
+        totals = [sum(phases.values()) for phases in ends]
+        out["host_range"] = {
+            "source": f"{CALIBRATION_NAME}: host_factor ({hosts['runs']} runs)",
+            "factors": [hosts["min"], hosts["max"]],
+            "step_s": {
+                **{p: [round(e[p], 3) for e in ends] for p in PHASES},
+                "total": [round(t, 3) for t in totals],
+            },
+            "total_s": [round(steps * t, 1) for t in totals],
+            "gpu_hours": [round(scale * t, 4) for t in totals],
         }
     return out
