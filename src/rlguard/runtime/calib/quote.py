@@ -33,10 +33,11 @@ from rlguard.runtime.calib.job import JobFile, calibrated_job_profile, job_setup
 from rlguard.runtime.calib.measured import PHASES
 from rlguard.runtime.policies.datafile import read_mapping
 from rlguard.runtime.policies.pricing import Prices
+from rlguard.runtime.policies.profiles import TimeProfile
 from rlguard.runtime.sim.experiment import measured_batches
 from rlguard.runtime.sim.hardware import GPUS, MODELS
 from rlguard.runtime.sim.serverful import serverful_step
-from rlguard.runtime.sim.setups import check_fits
+from rlguard.runtime.sim.setups import Setup, check_fits
 
 if TYPE_CHECKING:  # fit.py imports scipy, which a quote does not need
     from rlguard.runtime.calib.fit import RunError
@@ -115,7 +116,9 @@ def load_host_range() -> dict[str, Any] | None:
     return _calibration("host_factor")
 
 
-def _placed(job: QuoteSetup, where: str, coefficients: Coefficients | None = None):  # type: ignore[no-untyped-def]
+def _placed(
+    job: QuoteSetup, where: str, coefficients: Coefficients | None = None
+) -> tuple[Setup, TimeProfile]:
     """The simulator's setup and calibrated profile; InputError `where: FIELD: ...` if the
     simulator cannot place the job (its weights and one sequence's KV cache do not fit)."""
     setup = job_setup(job, where)
