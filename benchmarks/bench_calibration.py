@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 
 from rlguard.io import write_json
 from rlguard.runtime.calib.coefficients import SHIPPED, Coefficients, save_coefficients
@@ -33,6 +32,7 @@ from rlguard.runtime.calib.fit import (
     RunError,
     features,
     fit,
+    host_factor,
     leave_one_run_out,
     run_errors,
 )
@@ -198,29 +198,25 @@ def quote_notes(rows: list[MeasuredStep]) -> dict[str, list[str]]:
 
 
 def host_factors(feats: list[Features], coefs: Coefficients) -> list[dict[str, Any]]:
-    """Each run's one factor on every per-op term (`Coefficients.at_host_speed`) that best fits
-    its phases together (least squares on relative error, the rest of the shipped fit as it is:
-    in sample for a covered run, a prediction for a held-out one), with its errors before and
-    after: whether one unobserved number, the host's speed, accounts for a run's misses. A
-    diagnostic read after the errors: nothing is fitted with it; their range goes beside the
-    coefficients, where a quote reads it (calib/quote.py)."""
+    """Each run's host factor (calib/fit.py) under the shipped fit (in sample for a covered run,
+    a prediction for a held-out one), with its errors before and after: whether one unobserved
+    number, the host's speed, accounts for a run's misses. A diagnostic read after the errors:
+    nothing is fitted with it; their range goes beside the coefficients, where a quote reads
+    it (calib/quote.py)."""
     out = []
     for run, steps in by_run(f.row for f in feats).items():
         jobs = [f.job for f in feats if f.row.run == run]
-
-        def errors(log_factor: float, jobs: list[Replay] = jobs, run: str = run) -> list[RunError]:
-            return run_errors(run, jobs, coefs.at_host_speed(float(np.exp(log_factor))))
-
-        best = minimize_scalar(
-            lambda x: sum(e.error**2 for e in errors(x)), bounds=(-3, 3), method="bounded"
-        )
+        factor = host_factor(run, jobs, coefs)
+        at_factor = run_errors(run, jobs, coefs.at_host_speed(factor))
         out.append(
             {
                 "run": run,
                 "held_out": steps[0].held_out,
-                "factor": round(float(np.exp(best.x)), 3),
-                "errors_shipped": {e.phase: round(e.error, 4) for e in errors(0.0)},
-                "errors_at_factor": {e.phase: round(e.error, 4) for e in errors(best.x)},
+                "factor": round(factor, 3),
+                "errors_shipped": {
+                    e.phase: round(e.error, 4) for e in run_errors(run, jobs, coefs)
+                },
+                "errors_at_factor": {e.phase: round(e.error, 4) for e in at_factor},
             }
         )
     return out

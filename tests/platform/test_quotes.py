@@ -312,7 +312,7 @@ def test_a_finished_job_records_what_it_measured_beside_its_quote(api, platform,
     setup_file.write_text(yaml.safe_dump(SETUP))  # the file `jobs submit --setup` sent
     from rlguard.runtime.calib.job import read_job
 
-    _, fits = calibrate(read_job(setup_file), str(setup_file), [csv_path])
+    _, fits, _ = calibrate(read_job(setup_file), str(setup_file), [csv_path])
     by_phase = {f.phase: f for f in fits}
     assert by_phase["generation"].measured_s == pytest.approx(29.0)
     assert by_phase["training"].measured_s == pytest.approx(6.2)

@@ -146,10 +146,11 @@ def calibrate(
     """Fit a time profile to your own verl logs; use it with `simulate --setup JOB --profile`."""
     from rlguard.runtime.calib.calibrate import calibrate as fit_logs
     from rlguard.runtime.calib.job import read_job
+    from rlguard.runtime.calib.quote import load_host_range
     from rlguard.runtime.policies.profiles import save_profile
 
     job = read_job(setup)
-    profile, fits = fit_logs(job, str(setup), logs)
+    profile, fits, host = fit_logs(job, str(setup), logs)
     note = ", ".join(f"{f.phase} x {f.scale:.3g}" for f in fits)
     sources = " ".join(str(p) for p in logs)
     derivation = dict.fromkeys(
@@ -169,8 +170,9 @@ def calibrate(
         }
         for f in fits
     ]
+    calibration_hosts = load_host_range()
     if json_out:
-        print(json.dumps({"profile": str(out), "phases": rows}))
+        print(json.dumps({"profile": str(out), "phases": rows, "host_factor": host}))
         return
     table = Table(title=f"rlguard runtime calibrate -> {out}")
     for column in ("phase", "steps", "measured s", "shipped model s", "error", "scale"):
@@ -185,6 +187,15 @@ def calibrate(
             f"{f.scale:.3g}",
         )
     Console().print(table)
+    seen = ""
+    if calibration_hosts:
+        seen = (
+            f"; the calibration's runs needed {calibration_hosts['min']}-{calibration_hosts['max']}"
+        )
+    print(
+        f"host factor {host:.3g}: one scale on every per-op term (launches, host work, phase "
+        f"switch, micro-batch overheads) that fits these logs' phases together{seen}"
+    )
 
 
 runtime_app.command("calibrate")(calibrate)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rlguard.runtime.calib.coefficients import Coefficients
-from rlguard.runtime.calib.fit import features, fit, leave_one_run_out
+from rlguard.runtime.calib.fit import features, fit, host_factor, leave_one_run_out
 from rlguard.runtime.calib.measured import PHASES
 from rlguard.runtime.calib.replay import (
     COMPUTE_TERMS,
@@ -139,3 +139,14 @@ def test_a_held_out_run_is_never_fitted_and_is_predicted_by_the_fit_to_the_rest(
     errors = {(e.run, e.phase): e.error for e in leave_one_run_out(features(mixed), [])}
     assert errors[("run2", "training")] < -0.3  # predicted at TRUTH's speed, measured slower
     assert abs(errors[("run0", "training")]) < 0.05
+
+
+@pytest.mark.parametrize("slower", [0.5, 1.6])
+def test_a_runs_host_factor_is_how_much_slower_its_host_did_the_per_op_work(slower) -> None:
+    """Steps simulated with every per-op term `slower` times the model's give back that factor
+    from the model; the model's own steps give 1."""
+    for run in ("run1", "run4"):  # LoRA GRPO on V0; PPO with a critic on V1
+        jobs = [replay(r) for r in synthetic_rows(TRUTH.at_host_speed(slower)) if r.run == run]
+        assert host_factor(run, jobs, TRUTH) == pytest.approx(slower, rel=1e-3)
+        own = [replay(r) for r in synthetic_rows(TRUTH) if r.run == run]
+        assert host_factor(run, own, TRUTH) == pytest.approx(1, rel=1e-3)

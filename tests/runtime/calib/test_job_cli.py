@@ -170,6 +170,11 @@ def test_calibrate_scales_each_phase_to_the_logs(monkeypatch, capsys, tmp_path) 
         assert phases[phase]["steps"] == 5  # step 1 left out
         assert phases[phase]["scale"] == pytest.approx(slower, rel=1e-3)
         assert phases[phase]["shipped_model_error"] == pytest.approx(1 / slower - 1, rel=1e-3)
+    # the logs' host factor is reported beside the scales (calib/fit.py tests its value)
+    host = json.loads(stdout)["host_factor"]
+    assert 0.2 < host < 5  # inside the search's bounds (e^-3 to e^3), not pinned to one
+    code, text, _ = cli(monkeypatch, capsys, *args[:-1])
+    assert code == 0 and f"host factor {host:.3g}: one scale on every per-op term" in text
     # the profile reproduces the logs when the job is simulated with it
     args = ("runtime", "simulate", "--setup", str(job), "--profile", str(out), "--seeds", "1")
     code, stdout, _ = cli(monkeypatch, capsys, *args, "--json")

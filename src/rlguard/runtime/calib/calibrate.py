@@ -17,7 +17,7 @@ import numpy as np
 
 from rlguard.errors import InputError
 from rlguard.runtime.calib.coefficients import Coefficients, load_coefficients
-from rlguard.runtime.calib.fit import MAX_ROUNDS
+from rlguard.runtime.calib.fit import MAX_ROUNDS, host_factor
 from rlguard.runtime.calib.job import JobFile, calibrated_job_profile
 from rlguard.runtime.calib.measured import PHASES, MeasuredStep, read_measured
 from rlguard.runtime.calib.replay import (
@@ -158,9 +158,14 @@ def fit_scales(
     return shipped.model_copy(update=update), fits
 
 
-def calibrate(job: JobFile, where: str, logs: list[Path]) -> tuple[TimeProfile, list[PhaseFit]]:
-    """The job's profile scaled to its logs, and what each phase's scale came from."""
+def calibrate(
+    job: JobFile, where: str, logs: list[Path]
+) -> tuple[TimeProfile, list[PhaseFit], float]:
+    """The job's profile scaled to its logs, what each phase's scale came from, and the logs'
+    host factor (calib/fit.py: one scale on every per-op term, the phases together), which says
+    how this cluster's hosts compare with the calibration's and is reported, not applied."""
     rows = rows_from_logs(job, where, logs)
-    coefficients, fits = fit_scales(rows, load_coefficients())
+    shipped = load_coefficients()
+    coefficients, fits = fit_scales(rows, shipped)
     profile = calibrated_job_profile(job, where, coefficients)
-    return profile, fits
+    return profile, fits, host_factor("logs", [replay(row) for row in rows], shipped)

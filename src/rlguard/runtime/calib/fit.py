@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import nnls
+from scipy.optimize import minimize_scalar, nnls
 
 from rlguard.errors import InputError
 from rlguard.runtime.calib.coefficients import Coefficients
@@ -180,6 +180,18 @@ def run_errors(run: str, jobs: list[Replay], coefs: Coefficients) -> list[RunErr
             measured, sim = np.mean(pairs, axis=0)
             errors.append(RunError(run, phase, len(pairs), float(measured), float(sim)))
     return errors
+
+
+def host_factor(run: str, jobs: list[Replay], coefs: Coefficients) -> float:
+    """The one factor on every per-op term (`Coefficients.at_host_speed`) that best fits the
+    run's phases together, least squares on relative error, the rest of `coefs` as it is: how
+    much slower (above 1) or faster its host did the per-op work than the fitted runs' hosts."""
+
+    def loss(log_factor: float) -> float:
+        errors = run_errors(run, jobs, coefs.at_host_speed(float(np.exp(log_factor))))
+        return sum(e.error**2 for e in errors)
+
+    return float(np.exp(minimize_scalar(loss, bounds=(-3, 3), method="bounded").x))
 
 
 def leave_one_run_out(feats: list[Features], kernels: Sequence[KernelPass]) -> list[RunError]:
