@@ -207,6 +207,8 @@ def host_factors(feats: list[Features], coefs: Coefficients) -> list[dict[str, A
     for run, steps in by_run(f.row for f in feats).items():
         jobs = [f.job for f in feats if f.row.run == run]
         factor = host_factor(run, jobs, coefs)
+        if factor is None:  # no phase timed: nothing to scale
+            continue
         at_factor = run_errors(run, jobs, coefs.at_host_speed(factor))
         out.append(
             {

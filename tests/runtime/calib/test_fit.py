@@ -150,3 +150,10 @@ def test_a_runs_host_factor_is_how_much_slower_its_host_did_the_per_op_work(slow
         assert host_factor(run, jobs, TRUTH) == pytest.approx(slower, rel=1e-3)
         own = [replay(r) for r in synthetic_rows(TRUTH) if r.run == run]
         assert host_factor(run, own, TRUTH) == pytest.approx(1, rel=1e-3)
+
+
+def test_steps_that_time_no_phase_have_no_host_factor() -> None:
+    untimed = ("gen_s", "old_log_prob_s", "ref_s", "values_s", "update_actor_s", "update_critic_s")
+    rows = [r for r in synthetic_rows(TRUTH) if r.run == "run4"]
+    jobs = [replay(r.model_copy(update=dict.fromkeys(untimed))) for r in rows]
+    assert host_factor("run4", jobs, TRUTH) is None

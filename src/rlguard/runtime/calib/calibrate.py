@@ -160,10 +160,11 @@ def fit_scales(
 
 def calibrate(
     job: JobFile, where: str, logs: list[Path]
-) -> tuple[TimeProfile, list[PhaseFit], float]:
+) -> tuple[TimeProfile, list[PhaseFit], float | None]:
     """The job's profile scaled to its logs, what each phase's scale came from, and the logs'
     host factor (calib/fit.py: one scale on every per-op term, the phases together), which says
-    how this cluster's hosts compare with the calibration's and is reported, not applied."""
+    how this cluster's hosts compare with the calibration's and is reported, not applied; None
+    where the logs time no phase."""
     rows = rows_from_logs(job, where, logs)
     shipped = load_coefficients()
     coefficients, fits = fit_scales(rows, shipped)

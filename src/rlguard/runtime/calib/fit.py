@@ -182,10 +182,13 @@ def run_errors(run: str, jobs: list[Replay], coefs: Coefficients) -> list[RunErr
     return errors
 
 
-def host_factor(run: str, jobs: list[Replay], coefs: Coefficients) -> float:
+def host_factor(run: str, jobs: list[Replay], coefs: Coefficients) -> float | None:
     """The one factor on every per-op term (`Coefficients.at_host_speed`) that best fits the
     run's phases together, least squares on relative error, the rest of `coefs` as it is: how
-    much slower (above 1) or faster its host did the per-op work than the fitted runs' hosts."""
+    much slower (above 1) or faster its host did the per-op work than the fitted runs' hosts.
+    None if the steps time no phase."""
+    if not run_errors(run, jobs, coefs):
+        return None
 
     def loss(log_factor: float) -> float:
         errors = run_errors(run, jobs, coefs.at_host_speed(float(np.exp(log_factor))))
