@@ -192,9 +192,6 @@ def calibrate(
         seen = (
             f"; the calibration's runs needed {calibration_hosts['min']}-{calibration_hosts['max']}"
         )
-    if host is None:
-        print("host factor: none (the logs time no phase)")
-        return
     print(
         f"host factor {host:.3g}: one scale on every per-op term (launches, host work, phase "
         f"switch, micro-batch overheads) that fits these logs' phases together{seen}"

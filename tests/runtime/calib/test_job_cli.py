@@ -228,6 +228,11 @@ def test_calibrate_recovers_the_scale_where_fsdp_hides_traffic_behind_the_comput
         ("no metrics here\n", "no verl step metrics found"),
         ("step:1 - timing_s/gen:3\nstep:2 - timing_s/gen:3\n", "step 2 has no 'response_length"),
         ("step:1 - timing_s/gen:3 - response_length/mean:5 - prompt_length/mean:3\n", "no step"),
+        (
+            "step:1 - response_length/mean:5 - prompt_length/mean:3\n"
+            "step:2 - response_length/mean:5 - prompt_length/mean:3\n",
+            "no step times a phase",
+        ),
     ],
 )
 def test_bad_logs_are_one_line_exit_2(monkeypatch, capsys, tmp_path, log_text, needle) -> None:

@@ -160,13 +160,18 @@ def fit_scales(
 
 def calibrate(
     job: JobFile, where: str, logs: list[Path]
-) -> tuple[TimeProfile, list[PhaseFit], float | None]:
+) -> tuple[TimeProfile, list[PhaseFit], float]:
     """The job's profile scaled to its logs, what each phase's scale came from, and the logs'
     host factor (calib/fit.py: one scale on every per-op term, the phases together), which says
-    how this cluster's hosts compare with the calibration's and is reported, not applied; None
-    where the logs time no phase."""
+    how this cluster's hosts compare with the calibration's and is reported, not applied."""
     rows = rows_from_logs(job, where, logs)
     shipped = load_coefficients()
+    host = host_factor("logs", [replay(row) for row in rows], shipped)
+    if host is None:
+        timers = "timing_s/gen, timing_s/old_log_prob, timing_s/ref, timing_s/update_actor"
+        raise InputError(
+            f"{', '.join(map(str, logs))}: no step times a phase ({timers}): nothing to calibrate"
+        )
     coefficients, fits = fit_scales(rows, shipped)
     profile = calibrated_job_profile(job, where, coefficients)
-    return profile, fits, host_factor("logs", [replay(row) for row in rows], shipped)
+    return profile, fits, host
