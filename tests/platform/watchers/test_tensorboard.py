@@ -135,6 +135,24 @@ def test_a_tag_never_seen_is_warned_with_the_tags_that_were(tmp_path, watch):
     assert "did you mean eval/accuracy" in warning.message
 
 
+def test_polls_before_any_metric_do_not_count_toward_the_warning(tmp_path, watch):
+    """A job still starting up has written nothing: polls count once metrics flow, so the
+    warning can name the tags the job does write."""
+    watcher, seen = watch(**(SPEC | {"eval_tag": "eval/acuracy", "no_eval_warn_polls": 3}))
+    for _ in range(5):
+        watcher.poll()
+    assert seen.warnings == []
+    w = writer(tmp_path)
+    w.add_scalar("eval/accuracy", 0.5, 1)
+    w.flush()
+    for _ in range(2):
+        watcher.poll()
+    assert seen.warnings == []
+    watcher.poll()
+    [warning] = seen.warnings
+    assert "after 8 polls" in warning.message and "tags seen: eval/accuracy" in warning.message
+
+
 def test_no_eval_yet_after_a_time_too(tmp_path, watch):
     now = [0.0]
     fields = SPEC | {"no_eval_warn_s": 60, "no_eval_warn_polls": 1000}

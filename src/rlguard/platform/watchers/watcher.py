@@ -137,6 +137,7 @@ class Watcher:
         self.last_seen = -1  # the last eval step read, in the order read
         self.side: dict[str, dict[int, float]] = {role: {} for role in SIDE_ROLES}
         self.polls, self.started = 0, clock()
+        self.polls_with_metrics = 0  # polls after the source first yielded any tag
         self.warned: set[str] = set()
         self.stop_reason: str | None = None
         self.events_read = 0
@@ -176,6 +177,7 @@ class Watcher:
         """Read what is new, report it; the evals reported by this poll."""
         self.polls += 1
         points = self.reader.poll()
+        self.polls_with_metrics += bool(self.reader.seen_tags)
         self.events_read += len(points)
         total = self.totals.poll()
         evals: dict[int, float] = {}
@@ -269,7 +271,10 @@ class Watcher:
         if self.reported or "no_eval_yet" in self.warned:
             return
         waited = self.clock() - self.started
-        if self.polls < self.spec.no_eval_warn_polls and waited < self.spec.no_eval_warn_s:
+        # by polls only once metrics flow (a job still starting up has written nothing, and a
+        # warning then could not name the tags it writes); by time whatever was read
+        few = self.polls_with_metrics < self.spec.no_eval_warn_polls
+        if few and waited < self.spec.no_eval_warn_s:
             return
         seen = sorted(self.reader.seen_tags)
         close = difflib.get_close_matches(self.spec.eval_tag, seen, n=3, cutoff=0.5)
