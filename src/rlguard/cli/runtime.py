@@ -170,7 +170,6 @@ def calibrate(
         }
         for f in fits
     ]
-    calibration_hosts = load_host_range()
     if json_out:
         print(json.dumps({"profile": str(out), "phases": rows, "host_factor": host}))
         return
@@ -188,7 +187,7 @@ def calibrate(
         )
     Console().print(table)
     seen = ""
-    if calibration_hosts:
+    if calibration_hosts := load_host_range():
         seen = (
             f"; the calibration's runs needed {calibration_hosts['min']}-{calibration_hosts['max']}"
         )
