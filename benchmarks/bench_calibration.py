@@ -8,7 +8,8 @@ bandwidths (the one catalog number measured rather than read off a datasheet), h
 verl generation sits above the roofline (the simulator's old model, now its lower bound), and the
 passes timed on a GPU's kernels (calib/kernels.py) against the fitted compute, with the
 leave-one-run-out errors of a fit without them beside, what a quote of each held-out run would
-flag as outside the domain, and each run's host factor (one scale on every per-op term). Asserts
+flag as outside the domain (the held-out runs it flags nothing for summarised apart), and each
+run's host factor (one scale on every per-op term). Asserts
 nothing.
 
     python benchmarks/bench_calibration.py --out benchmarks/results/calibration.json
@@ -263,6 +264,8 @@ def main() -> None:
     fitted_in = {(r.run, phase) for r in rows for phase in PHASES if r.fitted(phase)}
     covered = [e for e in loro if (e.run, e.phase) in fitted_in]
     without = [e for e in leave_one_run_out(feats, []) if (e.run, e.phase) in fitted_in]
+    held_notes = quote_notes([r for r in rows if r.held_out])
+    held_in_domain = {run for run, notes in held_notes.items() if not notes}
     hosts = host_factors(feats, coefs)
     factors = [h["factor"] for h in hosts]
     host_range = {"runs": len(factors), "min": min(factors), "max": max(factors)}
@@ -289,8 +292,9 @@ def main() -> None:
             "runs_held_out": sorted(held),
             "note": "set aside before any model choice; predicted by the fit to every covered run",
             "summary": summary([e for e in loro if e.run in held]) if held else {},
+            "summary_in_domain": summary([e for e in loro if e.run in held_in_domain]),
             "runs": table([e for e in loro if e.run in held], gen_outside, held),
-            "outside_domain": quote_notes([r for r in rows if r.held_out]),
+            "outside_domain": held_notes,
         },
         "in_sample": {"summary": summary(fitted), "runs": table(fitted, gen_outside, held)},
         "generation_out_of_domain": reasons,

@@ -49,9 +49,15 @@ def test_the_shipped_runs_carry_recompute_and_the_held_out_set() -> None:
         expected = bool(row.lora_rank) or row.source.startswith(enabled)
         assert row.gradient_checkpointing is expected, run
     held = {run for run, row in runs.items() if row.held_out}
-    # sessions 20's and 21's blind runs; the five held out before them had been seen and joined
-    # the fit
-    assert held == {"houkawa2_qwen2.5_1.5b_ppo_1gpu", "tinyzero_westwood_qwen2.5_0.5b_ppo_rtx4090"}
+    # sessions 20's and 21's blind runs, and session 22's thirteen LoRA runs of verl-data that
+    # no fit had used (the five held out before them had been seen and joined the fit)
+    blind = {"houkawa2_qwen2.5_1.5b_ppo_1gpu", "tinyzero_westwood_qwen2.5_0.5b_ppo_rtx4090"}
+    verl_data = held - blind
+    assert blind <= held and len(verl_data) == 13
+    for run in verl_data:
+        row = runs[run]
+        assert row.source.startswith("eric-haibin-lin/verl-data@") and row.lora_rank == 32, run
+        assert "held out in session 22" in row.notes, run
     deepseek = runs["deepseek7b_llm_math_megatron"]
     assert deepseek.source.startswith("eric-haibin-lin/verl-data@40f7ce6cd7:gsm8k/")
     layout = deepseek.layout()
