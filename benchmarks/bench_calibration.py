@@ -1,16 +1,16 @@
 """Fit the step model to the shipped verl measurements and measure its fidelity: the coefficients
 (written to the package, where `--setup FILE.yaml`, `calibrate` and the platform's quotes read
-them, with the in-domain runs' leave-one-run-out errors that make a quote's band), every run's
+them, with the quote's band: the leave-one-run-out errors of every run's phases inside the domain,
+held-out runs' included, whose prediction is the fit to every covered run), every run's
 leave-one-run-out error per phase (a run out of the domain or held out is predicted, never
-fitted: a held-out run's prediction is the fit to every covered run, reported apart), the
-in-sample errors, each run's exposed communication, the fit redone at other PCIe all-reduce
-bandwidths (the one catalog number measured rather than read off a datasheet), how far measured
-verl generation sits above the roofline (the simulator's old model, now its lower bound), and the
-passes timed on a GPU's kernels (calib/kernels.py) against the fitted compute, with the
-leave-one-run-out errors of a fit without them beside, what a quote of each held-out run would
-flag as outside the domain (the held-out runs it flags nothing for summarised apart), and each
-run's host factor (one scale on every per-op term). Asserts
-nothing.
+fitted; held-out runs are reported apart, and those of their phases a quote would flag nothing
+for summarised apart again), the in-sample errors, each run's exposed communication, the fit
+redone at other PCIe all-reduce bandwidths (the one catalog number measured rather than read off
+a datasheet), how far measured verl generation sits above the roofline (the simulator's old
+model, now its lower bound), the passes timed on a GPU's kernels (calib/kernels.py) against the
+fitted compute, with the leave-one-run-out errors of a fit without them beside, what a quote of
+each held-out run would flag as outside the domain, and each run's host factor (one scale on
+every per-op term). Asserts nothing.
 
     python benchmarks/bench_calibration.py --out benchmarks/results/calibration.json
 """
@@ -27,7 +27,7 @@ import numpy as np
 
 from rlguard.io import write_json
 from rlguard.runtime.calib.coefficients import SHIPPED, Coefficients, save_coefficients
-from rlguard.runtime.calib.domain import outside, shipped_domain
+from rlguard.runtime.calib.domain import findings, shipped_domain
 from rlguard.runtime.calib.fit import (
     Features,
     RunError,
@@ -59,12 +59,16 @@ def roofline_generation_s(job: Replay) -> float:
     return serverful_step(job.batch, job.setup, profile, Prices()).phases["generation"]
 
 
-def table(errors: list[RunError], outside: set[str], held: set[str]) -> list[dict[str, Any]]:
+def table(
+    errors: list[RunError], outside: set[str], held: set[str], in_domain: set[tuple[str, str]]
+) -> list[dict[str, Any]]:
+    """Rows of errors; `in_domain`: the (run, phase) pairs a quote would present its band for."""
     return [
         {
             "run": e.run,
             "generation_out_of_domain": e.run in outside,
             "held_out": e.run in held,
+            "in_domain": (e.run, e.phase) in in_domain,
             "phase": e.phase,
             "steps": e.steps,
             "measured_s": round(e.measured_s, 2),
@@ -182,11 +186,11 @@ def interconnect_sensitivity(
     return out
 
 
-def quote_notes(rows: list[MeasuredStep]) -> dict[str, list[str]]:
-    """What a quote of each run's setup would say lies outside the calibration's domain (none:
-    its band would be presented as measured on jobs like it)."""
+def quote_findings(rows: list[MeasuredStep]) -> dict[str, list[tuple[str, tuple[str, ...]]]]:
+    """What a quote of each run's setup would say lies outside the calibration's domain, and in
+    which phases (none: its band would be presented as measured on jobs like it)."""
     return {
-        run: outside(
+        run: findings(
             shipped_domain(),
             row.model,
             row.gpu,
@@ -264,15 +268,22 @@ def main() -> None:
     fitted_in = {(r.run, phase) for r in rows for phase in PHASES if r.fitted(phase)}
     covered = [e for e in loro if (e.run, e.phase) in fitted_in]
     without = [e for e in leave_one_run_out(feats, []) if (e.run, e.phase) in fitted_in]
-    held_notes = quote_notes([r for r in rows if r.held_out])
-    held_in_domain = {run for run, notes in held_notes.items() if not notes}
+    held_findings = quote_findings([r for r in rows if r.held_out])
+    held_in = {
+        (run, phase)
+        for run, found in held_findings.items()
+        for phase in PHASES
+        if not any(phase in phases for _, phases in found)
+    }
+    in_domain = fitted_in | held_in
+    banded = [e for e in loro if (e.run, e.phase) in in_domain]
     hosts = host_factors(feats, coefs)
     factors = [h["factor"] for h in hosts]
     host_range = {"runs": len(factors), "min": min(factors), "max": max(factors)}
     save_coefficients(
         coefs,
         args.coefficients,
-        {**about, "leave_one_run_out": band_of(covered), "host_factor": host_range},
+        {**about, "leave_one_run_out": band_of(banded), "host_factor": host_range},
     )
     fitted = in_sample(feats, coefs)
     payload = {
@@ -284,19 +295,25 @@ def main() -> None:
             "summary_full_fine_tunes": summary(
                 [e for e in covered if e.run in {r.run for r in rows if r.lora_rank == 0}]
             ),
-            "runs": table([e for e in loro if e.run not in held], gen_outside, held),
+            "summary_in_domain_with_held_out": summary(banded),
+            "runs": table([e for e in loro if e.run not in held], gen_outside, held, in_domain),
             "summary_covered_without_kernel_passes": summary(without),
-            "runs_without_kernel_passes": table(without, gen_outside, held),
+            "runs_without_kernel_passes": table(without, gen_outside, held, in_domain),
         },
         "held_out": {
             "runs_held_out": sorted(held),
             "note": "set aside before any model choice; predicted by the fit to every covered run",
             "summary": summary([e for e in loro if e.run in held]) if held else {},
-            "summary_in_domain": summary([e for e in loro if e.run in held_in_domain]),
-            "runs": table([e for e in loro if e.run in held], gen_outside, held),
-            "outside_domain": held_notes,
+            "summary_in_domain": summary([e for e in loro if (e.run, e.phase) in held_in]),
+            "runs": table([e for e in loro if e.run in held], gen_outside, held, in_domain),
+            "outside_domain": {
+                run: [note for note, _ in found] for run, found in held_findings.items()
+            },
         },
-        "in_sample": {"summary": summary(fitted), "runs": table(fitted, gen_outside, held)},
+        "in_sample": {
+            "summary": summary(fitted),
+            "runs": table(fitted, gen_outside, held, in_domain),
+        },
         "generation_out_of_domain": reasons,
         "kernel_passes": kernel_table(passes, coefs),
         "communication_s": communication(feats, coefs),

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rlguard.runtime.calib.domain import Domain, outside, shipped_domain
+from rlguard.runtime.calib.domain import Domain, findings, outside, shipped_domain
 from rlguard.runtime.calib.job import EngineSettings
-from rlguard.runtime.calib.measured import read_measured
+from rlguard.runtime.calib.measured import PHASES, read_measured
 from rlguard.runtime.sim.hardware import model_spec
 
 EAGER = EngineSettings(enforce_eager=True, vllm_engine="v0")
@@ -59,3 +59,16 @@ def test_the_domain_follows_the_runs_not_a_list():
     domain = Domain(("a100",), 1e9, 8e9, eager_only=False, generation_engines=(("a100", "v0"),))
     assert outside(domain, "qwen2.5-7b", "a100", GRAPHS) == []
     assert len(outside(domain, "qwen2.5-0.5b", "h100", GRAPHS)) == 2
+
+
+def test_a_finding_names_the_phases_whose_band_it_leaves_unmeasured():
+    # a GPU or a model size no run measured leaves every phase; the engine only generation,
+    # since the trainer's passes do not run on vLLM
+    ((_, phases),) = findings(shipped_domain(), "qwen2.5-7b", "l40s", EAGER)
+    assert phases == PHASES
+    ((_, phases),) = findings(shipped_domain(), "qwen2.5-72b", "h100", EAGER)
+    assert phases == PHASES
+    ((_, phases),) = findings(shipped_domain(), "qwen2.5-7b", "h20", EAGER)
+    assert phases == ("generation",)
+    ((_, phases),) = findings(shipped_domain(), "qwen2.5-7b", "h100", GRAPHS)
+    assert phases == ("generation",)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from rlguard.runtime.calib.job import EngineSettings
-from rlguard.runtime.calib.measured import read_measured
+from rlguard.runtime.calib.measured import PHASES, read_measured
 from rlguard.runtime.sim.hardware import model_spec
 
 
@@ -40,30 +40,40 @@ def shipped_domain() -> Domain:
     )
 
 
-def outside(domain: Domain, model: str, gpu: str, engine: EngineSettings) -> list[str]:
-    """What of a job's setup lies outside `domain`, one sentence each naming the field (none:
-    the band was measured on jobs like it)."""
-    notes = []
+def findings(
+    domain: Domain, model: str, gpu: str, engine: EngineSettings
+) -> list[tuple[str, tuple[str, ...]]]:
+    """What of a job's setup lies outside `domain`: one sentence each naming the field, with the
+    phases whose band it leaves unmeasured (a GPU or a model size: every phase; the engine's
+    settings: generation alone, the trainer's passes do not run on vLLM)."""
+    out = []
     if gpu.lower() not in domain.gpus:
-        notes.append(
-            f"gpu {gpu!r}: no calibration run measured it (measured: {', '.join(domain.gpus)})"
-        )
+        note = f"gpu {gpu!r}: no calibration run measured it (measured: {', '.join(domain.gpus)})"
+        out.append((note, PHASES))
     params = model_spec(model, "model").params
     if not domain.min_params <= params <= domain.max_params:
-        notes.append(
+        note = (
             f"model {model!r}: {params / 1e9:.1f}B parameters, outside the calibration's "
             f"{domain.min_params / 1e9:.1f}B to {domain.max_params / 1e9:.1f}B"
         )
+        out.append((note, PHASES))
     if domain.eager_only and not engine.enforce_eager:
-        notes.append(
+        note = (
             "engine.enforce_eager false: every calibration run decoded in eager mode; with CUDA "
             "graphs generation is priced without launch overhead, a lower bound"
         )
+        out.append((note, ("generation",)))
     measured = {g for g, e in domain.generation_engines if e == engine.vllm_engine}
     if gpu.lower() in domain.gpus and gpu.lower() not in measured:
         fitted = ", ".join(f"{g} {e}" for g, e in domain.generation_engines)
-        notes.append(
+        note = (
             f"engine.vllm_engine {engine.vllm_engine!r}: no run whose generation the fit uses "
             f"ran it on {gpu} (fitted: {fitted}); generation's band was not measured there"
         )
-    return notes
+        out.append((note, ("generation",)))
+    return out
+
+
+def outside(domain: Domain, model: str, gpu: str, engine: EngineSettings) -> list[str]:
+    """The sentences of `findings` (none: the band was measured on jobs like it)."""
+    return [note for note, _ in findings(domain, model, gpu, engine)]

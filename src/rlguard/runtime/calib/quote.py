@@ -5,12 +5,12 @@ The step is `serverful_step`, the function `rlguard runtime simulate` runs for i
 the calibration replays measured steps through, on the batches the simulator measures for seed 0,
 so a quote is exactly what `rlguard runtime simulate --setup FILE --seeds 1` says of the baseline.
 
-The band: for each phase, the calibration's in-domain runs each have a held-out error
-e = simulated / measured - 1; a measured time t sits in [quote / (1 + max e), quote / (1 + min e)]
-if the job errs as the calibration's runs did. The step's band adds the phases' bands (every
-phase erring the same way: the widest honest range). With no errors in the calibration file the
-quote has no band, and says so. What of the job lies outside the runs the band was measured on
-(calib/domain.py) is listed beside it.
+The band: for each phase, the calibration's in-domain runs, held-out ones included, each have a
+leave-one-run-out error e = simulated / measured - 1; a measured time t sits in
+[quote / (1 + max e), quote / (1 + min e)] if the job errs as the calibration's runs did. The
+step's band adds the phases' bands (every phase erring the same way: the widest honest range).
+With no errors in the calibration file the quote has no band, and says so. What of the job lies
+outside the runs the band was measured on (calib/domain.py) is listed beside it.
 
 The host range: the band's runs ran on data-centre hosts, and a host that drives the GPU faster
 or slower moves every per-op term at once (`Coefficients.at_host_speed`), which no setup field
@@ -89,8 +89,8 @@ class QuoteSetup(JobFile):
 
 
 def band_of(errors: list[RunError]) -> dict[str, Any]:
-    """The band's numbers from in-domain runs' leave-one-run-out errors, as the calibration file
-    holds them: per phase the smallest and largest signed error."""
+    """The band's numbers from in-domain runs' leave-one-run-out errors (held-out runs' too), as
+    the calibration file holds them: per phase the smallest and largest signed error."""
     out = {"runs": len({e.run for e in errors}), "phases": {}}
     for phase in PHASES:
         signed = [e.error for e in errors if e.phase == phase]
