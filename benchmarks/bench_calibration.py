@@ -9,8 +9,9 @@ redone at other PCIe all-reduce bandwidths (the one catalog number measured rath
 a datasheet), how far measured verl generation sits above the roofline (the simulator's old
 model, now its lower bound), the passes timed on a GPU's kernels (calib/kernels.py) against the
 fitted compute, with the leave-one-run-out errors of a fit without them beside, what a quote of
-each held-out run would flag as outside the domain, and each run's host factor (one scale on
-every per-op term). Asserts nothing.
+each held-out run would flag as outside the domain, the held-out runs' worst in-domain errors
+under other draws of their lengths, and each run's host factor (one scale on every per-op term).
+Asserts nothing.
 
     python benchmarks/bench_calibration.py --out benchmarks/results/calibration.json
 """
@@ -41,7 +42,7 @@ from rlguard.runtime.calib.job import EngineSettings
 from rlguard.runtime.calib.kernels import KernelPass, kernel_passes, read_kernel_cells
 from rlguard.runtime.calib.measured import PHASES, MeasuredStep, by_run, read_measured
 from rlguard.runtime.calib.quote import band_of
-from rlguard.runtime.calib.replay import Replay, compute_rate, exposed_comm_s
+from rlguard.runtime.calib.replay import Replay, compute_rate, exposed_comm_s, replay
 from rlguard.runtime.policies.pricing import Prices
 from rlguard.runtime.sim.hardware import GB
 from rlguard.runtime.sim.roofline import Assumptions, derive_profile
@@ -229,6 +230,23 @@ def host_factors(feats: list[Features], coefs: Coefficients) -> list[dict[str, A
     return out
 
 
+def worst_by_draw(
+    rows: list[MeasuredStep], coefs: Coefficients, pairs: set[tuple[str, str]], draws: int
+) -> list[dict[str, float]]:
+    """Per phase, the largest |error| over the (run, phase) `pairs` of these runs (predicted by
+    the shipped fit), for the rows' own length draw and `draws - 1` others: whether a bound holds
+    on the statistics the logs give or on one batch drawn from them."""
+    out = []
+    for draw in range(draws):
+        worst: dict[str, float] = {}
+        for run, steps in by_run(rows).items():
+            for e in run_errors(run, [replay(row, draw) for row in steps], coefs):
+                if (e.run, e.phase) in pairs:
+                    worst[e.phase] = round(max(worst.get(e.phase, 0.0), abs(e.error)), 4)
+        out.append(worst)
+    return out
+
+
 def summary(errors: list[RunError], phases: tuple[str, ...] = PHASES) -> dict[str, Any]:
     out = {}
     for phase in phases:
@@ -305,6 +323,9 @@ def main() -> None:
             "note": "set aside before any model choice; predicted by the fit to every covered run",
             "summary": summary([e for e in loro if e.run in held]) if held else {},
             "summary_in_domain": summary([e for e in loro if (e.run, e.phase) in held_in]),
+            "worst_in_domain_by_length_draw": worst_by_draw(
+                [r for r in rows if r.held_out], coefs, held_in, draws=6
+            ),
             "runs": table([e for e in loro if e.run in held], gen_outside, held, in_domain),
             "outside_domain": {
                 run: [note for note, _ in found] for run, found in held_findings.items()

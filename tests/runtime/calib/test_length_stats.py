@@ -7,6 +7,8 @@ import pytest
 
 from rlguard.errors import InputError
 from rlguard.runtime.calib.lengths import fit_body
+from rlguard.runtime.calib.measured import read_measured
+from rlguard.runtime.calib.replay import replay
 from rlguard.runtime.calib.workloads import WORKLOADS
 from rlguard.runtime.sim.workload import LengthModel, PromptPool
 
@@ -70,3 +72,14 @@ def test_each_paper_workload_has_its_mean_and_clip_ratio(name: str) -> None:
     clipped = (batch.lengths == model.max_response).mean()
     assert clipped == pytest.approx(stats.response_clip_ratio, rel=0.2, abs=4e-4)
     assert stats.describe()["source"]
+
+
+def test_another_draw_is_another_batch_of_the_same_step() -> None:
+    """`replay(row, draw)`: draw 0 is the row's own batch; another draw redraws its lengths from
+    the same logged statistics (what the benchmark's length-draw check varies)."""
+    row = read_measured()[0]
+    own, again, other = replay(row), replay(row, 0), replay(row, 3)
+    assert np.array_equal(own.batch.lengths, again.batch.lengths)
+    assert not np.array_equal(own.batch.lengths, other.batch.lengths)
+    for job in (own, other):
+        assert job.batch.lengths.mean() == pytest.approx(row.response_length_mean, rel=0.1)

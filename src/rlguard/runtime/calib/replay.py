@@ -112,9 +112,11 @@ class Replay:
         )
 
 
-def replay(row: MeasuredStep) -> Replay:
+def replay(row: MeasuredStep, draw: int = 0) -> Replay:
+    """The step with its lengths drawn from the row's own seed; another `draw` gives another
+    batch of the same statistics (how much an error owes to one draw)."""
     setup = row_setup(row)
-    seed = zlib.crc32(f"{row.run}/{row.step}".encode())
+    seed = zlib.crc32(f"{row.run}/{row.step}{f'/{draw}' if draw else ''}".encode())
     batch = PromptPool(setup.workload, seed).batch(0, 0, setup.prompts_per_step, setup.k)
     model, gpu = model_spec(row.model, "model"), gpu_spec(row.gpu, "gpu")
     return Replay(row, setup, batch, model, gpu, engine_of(row))
