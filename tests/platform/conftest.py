@@ -12,9 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from live_platform import LiveServer, free_port, new_database, postgres_bin
+from live_platform import LiveServer, new_database, postgres_bin
 from ray_cluster import RayCluster, running_cluster
 from s3_server import S3Server
+
+from rlguard.platform.ports import unused_port
 
 
 @pytest.fixture
@@ -24,7 +26,7 @@ def live_server(tmp_path) -> Iterator[callable]:
 
     def start(*args: str, db: str | None = None, data_dir: Path | None = None) -> LiveServer:
         server = LiveServer(
-            data_dir or tmp_path / f"platform{len(started)}", free_port(), db, list(args)
+            data_dir or tmp_path / f"platform{len(started)}", unused_port(), db, list(args)
         )
         server.data_dir.mkdir(parents=True, exist_ok=True)
         started.append(server)
@@ -66,7 +68,7 @@ def postgres_url() -> Iterator[str]:
     if os.geteuid() == 0:  # postgres refuses to run as root: run it as Debian's postgres user
         shutil.chown(root, "postgres")
         as_user = ["runuser", "-u", "postgres", "--"]
-    port = free_port()
+    port = unused_port()
     subprocess.run(
         [*as_user, str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust"],
         check=True,

@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -20,12 +19,6 @@ from rlguard.platform.local import start_server
 RLGUARD = [sys.executable, "-m", "rlguard.cli"]
 CURVE_JOB = Path(__file__).with_name("curve_job.py")
 TESTS_MOUNT = f"tests={Path(__file__).resolve().parents[1]}:ro"  # the jobs' scripts and helpers
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def curve_command(scores: list[float], pause_s: float = 0.2, hacked: bool = False) -> str:

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from live_platform import free_port
+
+from rlguard.platform.ports import unused_port
 
 RAY = str(Path(sys.executable).with_name("ray"))
 NO_DRAIN = {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
@@ -31,7 +32,7 @@ replicas); a test cluster's nodes stop at once."""
 @dataclass
 class RayCluster:
     root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="rlg-rc-")))
-    port: int = field(default_factory=free_port)
+    port: int = field(default_factory=unused_port)
     nodes: dict[str, subprocess.Popen] = field(default_factory=dict)
     jobs_roots: dict[str, Path] = field(default_factory=dict)  # a worker's own, by its name
 

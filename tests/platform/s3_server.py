@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from rlguard.platform.ports import unused_port
+
 CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "rlguard-test",
     "AWS_SECRET_ACCESS_KEY": "rlguard-test-secret",
@@ -27,18 +29,12 @@ CREDENTIALS = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class Proxy:
     """Pipes TCP connections from its port to a target; `down()` drops every connection and
     refuses new ones (the store unreachable), `up()` takes them again."""
 
     def __init__(self, target_port: int) -> None:
-        self.target, self.port = target_port, free_port()
+        self.target, self.port = target_port, unused_port()
         self.listener: socket.socket | None = None
         self.open: list[socket.socket] = []
         self.up()
@@ -86,7 +82,7 @@ class S3Server:
 
     def start(self) -> S3Server:
         """Start moto; CI fails here rather than skip if it cannot."""
-        port = free_port()
+        port = unused_port()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
             stdout=subprocess.DEVNULL,

@@ -17,7 +17,9 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from live_platform import RLGUARD, LiveServer, free_port, new_database, row_counts, wait_for
+from live_platform import RLGUARD, LiveServer, new_database, row_counts, wait_for
+
+from rlguard.platform.ports import unused_port
 
 pytestmark = pytest.mark.ray
 
@@ -51,7 +53,7 @@ def api(request, tmp_path_factory) -> Iterator[dict[str, Any]]:
         db = new_database(request.getfixturevalue("postgres_url"))
     server = LiveServer(
         tmp_path_factory.mktemp("bad_input"),
-        free_port(),
+        unused_port(),
         db,
         ["--gpus", str(CLUSTER_GPUS), "--grace-s", "5"],
     )

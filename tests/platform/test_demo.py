@@ -10,18 +10,19 @@ import json
 import subprocess
 
 import pytest
-from live_platform import RLGUARD, free_port
+from live_platform import RLGUARD
 from sqlalchemy import create_engine, text
 
 from quick_world import quick_world_copy
 from rlguard.cli.demo import COLUMNS
+from rlguard.platform.ports import unused_port
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 
 def test_demo_stops_the_hacking_job_online(tmp_path, tmp_path_factory):
     quick_world_copy(tmp_path_factory, tmp_path / "world")
-    command = [*RLGUARD, "demo", "--json", "--out", str(tmp_path), "--port", str(free_port())]
+    command = [*RLGUARD, "demo", "--json", "--out", str(tmp_path), "--port", str(unused_port())]
     done = subprocess.run(command, capture_output=True, text=True, timeout=1800)  # a hang guard
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout)

@@ -15,6 +15,7 @@ import pytest
 from live_platform import RLGUARD, assert_replayed, curve_command
 
 from rlguard.cluster.curve_file import read_curves
+from rlguard.platform.ports import unused_port
 
 pytestmark = pytest.mark.ray
 
@@ -26,13 +27,13 @@ SHORT = [0.2, 0.3, 0.4]
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def finished(request, tmp_path_factory):
     """One server (2 virtual GPUs, FIFO, EvalStop k=3) per store; three jobs run to their ends."""
-    from live_platform import LiveServer, free_port, new_database
+    from live_platform import LiveServer, new_database
 
     db = None
     if request.param == "postgresql":
         db = new_database(request.getfixturevalue("postgres_url"))
     data = tmp_path_factory.mktemp("e2e")
-    server = LiveServer(data, free_port(), db, ["--gpus", "2", "--k", "3"]).start()
+    server = LiveServer(data, unused_port(), db, ["--gpus", "2", "--k", "3"]).start()
     try:
         _, key = server.tenant("acme", quota_gpus=2)
         client = server.client(key)

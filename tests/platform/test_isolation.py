@@ -18,11 +18,12 @@ from typing import Any
 
 import httpx
 import pytest
-from live_platform import LiveServer, curve_command, free_port, new_database, row_counts
+from live_platform import LiveServer, curve_command, new_database, row_counts
 from sqlalchemy import select
 
 from rlguard.platform.db import ApiKey
 from rlguard.platform.keys import digest
+from rlguard.platform.ports import unused_port
 from rlguard.platform.store import Store
 from rlguard.platform.tenants import issue_key
 
@@ -76,7 +77,7 @@ def world(request, tmp_path_factory) -> Iterator[dict[str, Any]]:
     if request.param == "postgresql":
         db = new_database(request.getfixturevalue("postgres_url"))
     server = LiveServer(
-        tmp_path_factory.mktemp("isolation"), free_port(), db, ["--gpus", "2", "--grace-s", "5"]
+        tmp_path_factory.mktemp("isolation"), unused_port(), db, ["--gpus", "2", "--grace-s", "5"]
     )
     clients: list[httpx.Client] = []
     try:

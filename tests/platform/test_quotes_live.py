@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from live_platform import RLGUARD, LiveServer, free_port
+from live_platform import RLGUARD, LiveServer
 from test_quotes import SETUP
+
+from rlguard.platform.ports import unused_port
 
 pytestmark = pytest.mark.ray
 
@@ -30,7 +32,9 @@ def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
 
 
 def test_a_quoted_job_past_its_budget_is_stopped_and_its_steps_export(tmp_path):
-    server = LiveServer(tmp_path / "platform", free_port(), None, ["--gpus", "2", "--grace-s", "5"])
+    server = LiveServer(
+        tmp_path / "platform", unused_port(), None, ["--gpus", "2", "--grace-s", "5"]
+    )
     server.data_dir.mkdir()
     try:
         server.start()

@@ -21,9 +21,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from live_platform import LiveServer, free_port
+from live_platform import LiveServer
 
 from rlguard.platform.jobview import host_problem
+from rlguard.platform.ports import unused_port
 
 pytestmark = [pytest.mark.ray]
 
@@ -103,7 +104,7 @@ def battery(tmp_path_factory):
     (shared / "data.jsonl").write_text('{"prompt": "p", "completion": "c"}\n')
     args = ["--gpus", "3", "--job-pids", "128", "--job-disk-mb", str(DISK_MB)]
     args += ["--mount", f"a/models={a_models}:ro", "--mount", f"shared={shared}:ro"]
-    server = LiveServer(root / "platform", free_port(), None, args)
+    server = LiveServer(root / "platform", unused_port(), None, args)
     server.data_dir.mkdir()
     server.start()
     try:

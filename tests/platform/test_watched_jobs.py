@@ -16,7 +16,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from live_platform import RLGUARD, LiveServer, assert_replayed, free_port
+from live_platform import RLGUARD, LiveServer, assert_replayed
+
+from rlguard.platform.ports import unused_port
 
 pytestmark = pytest.mark.ray
 
@@ -49,7 +51,7 @@ def platform(tmp_path_factory):
     data = tmp_path_factory.mktemp("watched")
     secret = data.parent / f"{data.name}-secret.jsonl"  # another job's file, outside the view
     secret.write_text(json.dumps(SECRET) + "\n")
-    server = LiveServer(data, free_port(), None, ["--gpus", "4", "--k", "3", "--grace-s", "5"])
+    server = LiveServer(data, unused_port(), None, ["--gpus", "4", "--k", "3", "--grace-s", "5"])
     server.start()
     try:
         _, key = server.tenant("acme", quota_gpus=4)

@@ -11,7 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from live_platform import LiveServer, assert_replayed, free_port
+from live_platform import LiveServer, assert_replayed
+
+from rlguard.platform.ports import unused_port
 
 pytestmark = pytest.mark.ray
 
@@ -31,7 +33,7 @@ ONE_THREAD = {"OMP_NUM_THREADS": "1"}  # two CPU cores shared by three jobs: no 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
     server = LiveServer(
-        tmp_path_factory.mktemp("trl"), free_port(), None, ["--gpus", "3", "--k", "3"]
+        tmp_path_factory.mktemp("trl"), unused_port(), None, ["--gpus", "3", "--k", "3"]
     ).start()
     try:
         _, key = server.tenant("acme", quota_gpus=3)

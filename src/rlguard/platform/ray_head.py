@@ -23,6 +23,7 @@ from pathlib import Path
 
 from rlguard.errors import InputError
 from rlguard.io import write_json
+from rlguard.platform.ports import unused_port
 
 NAMESPACE = "rlguard"
 START_TIMEOUT_S = 60.0
@@ -41,12 +42,6 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _ray_command() -> str:
@@ -81,7 +76,7 @@ def local_head(data_dir: Path, gpus: int, cpus: int) -> str:
         known = json.loads(record.read_text())
         if _alive(known["pid"]):
             return known["address"]
-    port = _free_port()
+    port = unused_port()
     log = (data_dir / "ray-head.log").open("ab")
     # Its own temp dir: Ray records "the current cluster" there, so a plain `ray.init()` elsewhere
     # on the host (the simulator, the lab) starts its own cluster rather than joining ours. Short,
