@@ -27,16 +27,9 @@ import httpx
 import numpy as np
 
 from rlguard.io import write_json
+from rlguard.ports import unused_port
 
 RLGUARD = [sys.executable, "-m", "rlguard.cli"]
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_server(data: Path, port: int, db: str | None, gpus: int) -> subprocess.Popen:
@@ -107,7 +100,7 @@ def ingest(db: str | None, jobs: int, reporters: int, seconds: float) -> dict:
     from rlguard.platform.ray_head import stop_local_head
 
     data = Path(tempfile.mkdtemp(prefix="rlguard-bench-"))
-    port = free_port()
+    port = unused_port()
     server = start_server(data, port, db, gpus=jobs)
     try:
         make = [

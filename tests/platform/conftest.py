@@ -16,7 +16,7 @@ from live_platform import LiveServer, new_database, postgres_bin
 from ray_cluster import RayCluster, running_cluster
 from s3_server import S3Server
 
-from rlguard.platform.ports import unused_port
+from rlguard.ports import unused_port
 
 
 @pytest.fixture

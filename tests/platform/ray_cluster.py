@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from rlguard.platform.ports import unused_port
+from rlguard.ports import unused_port
 
 RAY = str(Path(sys.executable).with_name("ray"))
 NO_DRAIN = {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from rlguard.platform.ports import unused_port
+from rlguard.ports import unused_port
 
 CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "rlguard-test",

@@ -19,7 +19,7 @@ import pytest
 import yaml
 from live_platform import RLGUARD, LiveServer, new_database, row_counts, wait_for
 
-from rlguard.platform.ports import unused_port
+from rlguard.ports import unused_port
 
 pytestmark = pytest.mark.ray
 

@@ -15,7 +15,7 @@ from sqlalchemy import create_engine, text
 
 from quick_world import quick_world_copy
 from rlguard.cli.demo import COLUMNS
-from rlguard.platform.ports import unused_port
+from rlguard.ports import unused_port
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 

@@ -15,7 +15,7 @@ import pytest
 from live_platform import RLGUARD, assert_replayed, curve_command
 
 from rlguard.cluster.curve_file import read_curves
-from rlguard.platform.ports import unused_port
+from rlguard.ports import unused_port
 
 pytestmark = pytest.mark.ray
 

@@ -23,9 +23,9 @@ from sqlalchemy import select
 
 from rlguard.platform.db import ApiKey
 from rlguard.platform.keys import digest
-from rlguard.platform.ports import unused_port
 from rlguard.platform.store import Store
 from rlguard.platform.tenants import issue_key
+from rlguard.ports import unused_port
 
 pytestmark = pytest.mark.ray
 

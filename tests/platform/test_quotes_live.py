@@ -16,7 +16,7 @@ import yaml
 from live_platform import RLGUARD, LiveServer
 from test_quotes import SETUP
 
-from rlguard.platform.ports import unused_port
+from rlguard.ports import unused_port
 
 pytestmark = pytest.mark.ray
 

@@ -24,7 +24,7 @@ import pytest
 from live_platform import LiveServer
 
 from rlguard.platform.jobview import host_problem
-from rlguard.platform.ports import unused_port
+from rlguard.ports import unused_port
 
 pytestmark = [pytest.mark.ray]
 

@@ -18,7 +18,7 @@ import httpx
 import pytest
 from live_platform import RLGUARD, LiveServer, assert_replayed
 
-from rlguard.platform.ports import unused_port
+from rlguard.ports import unused_port
 
 pytestmark = pytest.mark.ray
 

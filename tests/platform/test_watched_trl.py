@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from live_platform import LiveServer, assert_replayed
 
-from rlguard.platform.ports import unused_port
+from rlguard.ports import unused_port
 
 pytestmark = pytest.mark.ray
 

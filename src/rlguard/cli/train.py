@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,7 @@ from rlguard.cli.options import names
 from rlguard.cluster.events import EvalEvent
 from rlguard.cluster.stopping.base import StopRule
 from rlguard.errors import InputError
+from rlguard.ports import unused_port
 
 
 def stop_rule_hook(rule: StopRule) -> Callable[[dict[str, Any]], str | None]:
@@ -48,9 +48,7 @@ def launch(nproc: int, program: list[str]) -> int:
     main process leaves its own exit code in EXIT_FILE and that is returned instead. A SIGTERM
     to the process group (how the platform preempts) is left to the processes, which checkpoint
     and exit; this one waits for them rather than dying first."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = unused_port()
     command = [
         *(sys.executable, "-m", "accelerate.commands.launch"),
         *(["--multi_gpu"] if nproc > 1 else []),  # torchrun's launcher (one process: plain)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from rlguard.errors import InputError
 from rlguard.io import write_json
-from rlguard.platform.ports import unused_port
+from rlguard.ports import unused_port
 
 NAMESPACE = "rlguard"
 START_TIMEOUT_S = 60.0

@@ -1,5 +1,5 @@
-"""A TCP port for a server this process starts a moment later (the Ray head, `rlguard serve` in
-the demo and the tests).
+"""A TCP port for a server this process starts a moment later (the Ray head, torchrun's rendezvous
+under `rlguard train --nproc`, `rlguard serve` in the demo, the benchmarks and the tests).
 
 Asking the kernel for port 0 returns one from the ephemeral range (Linux: 32768-60999), the same
 range every outgoing connection takes its local port from; a server that binds seconds later (the

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rlguard.platform import ports
+from rlguard import ports
 
 
 def test_the_range_lies_below_the_kernels_ephemeral_ports():
