@@ -140,3 +140,14 @@ def test_unknown_total_steps_reports_progress_zero_and_warns_once(tmp_path, watc
         append(tmp_path / "metrics.jsonl", json.dumps({"step": step, "eval_acc": 0.5}) + "\n")
     watcher.poll()
     assert [e["progress"] for e in seen.evals] == [0.0, 0.0] and seen.codes() == ["no_total_steps"]
+
+
+def test_a_catastrophic_pattern_matches_a_hostile_line_in_linear_time(tmp_path, watch):
+    """`(?:a+)+$` against a long line of `a`s ending in `b`: exponential for a backtracking
+    engine (Python's re takes 2 s on 24 of them), one pass for RE2. A poll that hung would
+    never return; this one reads the next line, whose run of a's is not a number."""
+    append(tmp_path / "out.log", "a" * 100_000 + "b\n" + "a" * 30 + "\n")
+    hostile = r"(?P<score>(?:a+)+)$"
+    watcher, seen = watch(source="stdout", path="out.log", eval_tag="acc", regex=hostile)
+    watcher.poll()
+    assert seen.warnings and seen.evals == []  # the captured run of a's is not a number

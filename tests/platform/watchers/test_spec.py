@@ -70,10 +70,18 @@ def test_checkpoint_glob_needs_one_step_field():
         (r"eval (\d+) (\d\.\d+)", "unnamed groups"),
         (r"step (?P<step>\d+) acc (?P<acc>[\d.]+)", "names groups ['acc']"),
         (r"step (?P<step>\d+)", "names groups but not (?P<score>...)"),
-        (r"eval ([\d.]+", "is not a regular expression"),
+        (r"eval ([\d.]+", "is not a regular expression RE2 takes"),
+        (r"(?P<score>\d)\1", "invalid escape sequence"),  # a backreference: RE2 has none
+        (r"acc (?=x)(?P<score>\d)", "invalid perl operator"),  # lookaround neither
+        (r"total_steps=(\d+)", None),
     ],
 )
 def test_bad_regexes_are_refused_with_the_regex(regex, expected):
+    if expected is None:  # a total_steps regex is RE2's too
+        total = {"file": "out.log", "regex": r"(\d+)\1"}
+        message = refused(source="stdout", eval_tag="acc", regex=regex, total_steps=total)
+        assert "total_steps.regex" in message and "invalid escape sequence" in message
+        return
     message = refused(source="stdout", path="stdout.log", eval_tag="acc", regex=regex)
     assert "regex" in message and expected in message and repr(regex) in message
 

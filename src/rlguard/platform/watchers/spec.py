@@ -8,13 +8,13 @@ Errors are pydantic `ValidationError`s whose location is the field, so the API c
 
 from __future__ import annotations
 
-import re
 from pathlib import PurePosixPath
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from rlguard.platform.watchers.presets import PRESETS, preset_fields
+from rlguard.platform.watchers.regex import compile_regex
 
 Source = Literal["tensorboard", "jsonl", "stdout", "trainer_state"]
 STEP_FIELD = "{step}"
@@ -61,7 +61,7 @@ class TotalStepsFrom(BaseModel):
     @field_validator("regex")
     @classmethod
     def _one_group(cls, value: str | None) -> str | None:
-        if value is not None and compiled(value, "total_steps.regex").groups < 1:
+        if value is not None and compile_regex(value, "total_steps.regex").groups < 1:
             raise ValueError(f"total_steps.regex {value!r} has no capture group for the number")
         return value
 
@@ -73,13 +73,6 @@ class TotalStepsFrom(BaseModel):
         elif self.file is None or (self.key is None) == (self.regex is None):
             raise ValueError("total_steps: give tag, or file with exactly one of key and regex")
         return self
-
-
-def compiled(pattern: str, field: str) -> re.Pattern[str]:
-    try:
-        return re.compile(pattern)
-    except re.error as exc:
-        raise ValueError(f"{field} {pattern!r} is not a regular expression: {exc}") from None
 
 
 class WatchSpec(BaseModel):
@@ -163,7 +156,7 @@ class WatchSpec(BaseModel):
         if self.source == "stdout":
             if self.regex is None:
                 raise ValueError("regex: a stdout watch needs a regex with a capture group")
-            pattern = compiled(self.regex, "regex")
+            pattern = compile_regex(self.regex, "regex")
             named = set(pattern.groupindex)
             if pattern.groups == 0:
                 raise ValueError(f"regex {self.regex!r} has no capture group for the score")

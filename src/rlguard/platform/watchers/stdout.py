@@ -1,4 +1,4 @@
-"""A job's stdout (a log file), line by line through a regex.
+"""A job's stdout (a log file), line by line through a regex (RE2's: regex.py).
 
 Named groups `step` and `score` (and optionally `proxy`, `kl`, `loss`); or one unnamed group,
 the score, with the step counted: the n-th matching line is step n * step_per_match. Each
@@ -7,11 +7,11 @@ group's text is handed on as read: the watcher says when it is not a finite numb
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from rlguard.platform.watchers.files import LineTail, shown
 from rlguard.platform.watchers.points import Point, Warn, WatchWarning
+from rlguard.platform.watchers.regex import compile_regex
 
 
 class RegexReader:
@@ -24,7 +24,7 @@ class RegexReader:
         step_per_match: int,
         warn: Warn,
     ) -> None:
-        self.pattern, self.tags, self.warn = re.compile(regex), tags, warn
+        self.pattern, self.tags, self.warn = compile_regex(regex, "regex"), tags, warn
         self.step_per_match, self.matched = step_per_match, 0
         self.tail = LineTail(job_dir, job_dir / path, path, warn)
         self.path, self.job_dir = job_dir / path, job_dir

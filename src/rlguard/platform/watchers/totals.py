@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 from rlguard.platform.watchers.files import LineTail, matches, read_inside
 from rlguard.platform.watchers.jsonl import as_step, dotted
 from rlguard.platform.watchers.points import Warn
+from rlguard.platform.watchers.regex import compile_regex
 from rlguard.platform.watchers.spec import TotalStepsFrom
 
 
@@ -21,7 +21,7 @@ class TotalSteps:
         self.tail: LineTail | None = None
         self.version: tuple[Path, int] | None = None
         if isinstance(spec, TotalStepsFrom) and spec.regex is not None:
-            self.regex = re.compile(spec.regex)
+            self.regex = compile_regex(spec.regex, "total_steps.regex")
             self.tail = LineTail(job_dir, job_dir / spec.file, spec.file, warn)
 
     @property
