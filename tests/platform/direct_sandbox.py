@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from rlguard.platform.confine import confine
@@ -31,9 +32,11 @@ def run_job(
     ray_ids: tuple[str, ...] = (),
     env: dict[str, str] | None = None,
     timeout_s: float = 120,
+    seccomp: bool = True,
 ) -> subprocess.CompletedProcess:
-    """`python -c code` as a job of its own data directory under `workdir` (made here)."""
-    sandbox = job_sandbox(workdir / "data", "job", UID, limits)
+    """`python -c code` as a job of its own data directory under `workdir` (made here);
+    `seccomp` False: without the sandbox's seccomp filter, as `rlguard serve --no-job-seccomp`."""
+    sandbox = replace(job_sandbox(workdir / "data", "job", UID, limits), seccomp=seccomp)
     socket = workdir / "api.sock"
     socket.touch()
     argv = [sys.executable, "-c", code]
@@ -44,9 +47,12 @@ def run_job(
             confined.argv,
             env=confined.env,
             preexec_fn=confined.preexec,
+            pass_fds=confined.pass_fds,
             capture_output=True,
             text=True,
             timeout=timeout_s,
         )
     finally:
+        for fd in confined.pass_fds:
+            os.close(fd)
         confined.cgroup.remove()

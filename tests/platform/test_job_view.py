@@ -4,7 +4,9 @@ host that cannot sandbox (one line, exit 2, nothing started)."""
 
 from __future__ import annotations
 
+import ctypes.util
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -13,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from rlguard.errors import InputError
+from rlguard.platform import seccomp
+from rlguard.platform.jobview import Defaults, JobViews, host_problem
 from rlguard.platform.mounts import check_config_paths, check_mounts, parse_mount
 from rlguard.platform.sandbox import API_SOCKET, JobSandbox, Limits, bwrap_argv
 
@@ -170,3 +174,38 @@ def test_a_train_config_under_a_nodes_root_is_bound_read_only_over_its_tmpfs(tmp
     assert argv.index(str(config)) > argv.index(str(node_root))  # over the tmpfs, not under
     dirs = _binds(argv, "--dir")
     assert str(config.parent) in dirs and str(node_root / ".rlguard") in dirs
+
+
+def test_the_seccomp_filter_is_handed_to_bwrap_by_descriptor(tmp_path):
+    sandbox = _sandbox(tmp_path)
+    argv = bwrap_argv(sandbox, ["true"], sandbox.job_dir, "/tmp/sock", seccomp_fd=9)
+    assert argv.index("--seccomp") < argv.index("--", argv.index("--chdir"))
+    assert _binds(argv, "--seccomp") == ["9"]
+    assert "--seccomp" not in bwrap_argv(sandbox, ["true"], sandbox.job_dir, "/tmp/sock")
+
+
+def test_the_operator_opts_jobs_out_of_the_seccomp_filter(tmp_path):
+    def sandbox(defaults: Defaults) -> JobSandbox | None:
+        views = JobViews(True, tmp_path, [], "http://127.0.0.1:1", defaults)
+        return views.sandbox(2_000_000_001, "acme", tmp_path / "job", 1.0, None)
+
+    assert sandbox(Defaults()).seccomp
+    assert not sandbox(Defaults(seccomp=False)).seccomp
+
+
+def test_a_host_without_libseccomp_fails_the_start_up_check_naming_it(monkeypatch):
+    """As where libseccomp.so.2 is not installed: pyseccomp cannot find it when imported."""
+    find_library = ctypes.util.find_library
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(shutil, "which", lambda tool: f"/usr/bin/{tool}")
+    monkeypatch.setattr(
+        ctypes.util, "find_library", lambda n: None if n == "seccomp" else find_library(n)
+    )
+    monkeypatch.delitem(sys.modules, "pyseccomp", raising=False)
+    seccomp.program.cache_clear()
+    try:
+        problem = host_problem()
+    finally:
+        seccomp.program.cache_clear()
+    assert problem is not None and "libseccomp" in problem and "\n" not in problem
+    assert "--no-job-seccomp" in problem

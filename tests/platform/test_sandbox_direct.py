@@ -13,8 +13,11 @@ Without bubblewrap (or root) the module is skipped, except in CI (CI=true), wher
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -60,9 +63,9 @@ def cgroup_node():
     return limits
 
 
-def probe(tmp_path: Path, code: str, limits=LIMITS, ray_ids=(), env=None) -> dict:
+def probe(tmp_path: Path, code: str, limits=LIMITS, ray_ids=(), env=None, seccomp=True) -> dict:
     """What the job printed as JSON on its last line."""
-    done = run_job(tmp_path, code, limits, ray_ids, env)
+    done = run_job(tmp_path, code, limits, ray_ids, env, seccomp=seccomp)
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(done.stdout.splitlines()[-1])
     print(json.dumps({"test": tmp_path.name, **seen}))
@@ -110,6 +113,95 @@ print(json.dumps({"cpus": (t.children_user + t.children_system) / (time.monotoni
 """
     # three busy processes would take every core of an idle node; the quota is a quarter of one
     assert probe(tmp_path, code, limits)["cpus"] < 0.25 * 1.5
+
+
+KERNEL_PROBE = """
+import ctypes, json, os, subprocess, sys
+libc = ctypes.CDLL(None, use_errno=True)
+
+def call(result):
+    return [result, ctypes.get_errno() if result == -1 else 0]
+
+def command(*argv):
+    done = subprocess.run(argv, capture_output=True, text=True)
+    return [done.returncode, done.stderr.strip()]
+
+os.mkdir("/tmp/x")
+x32_getpid = "import ctypes; ctypes.CDLL(None).syscall(0x40000000 | 39)"
+print(json.dumps({
+    "unshare -U": command("unshare", "-U", "true"),
+    "unshare --map-root-user": command("unshare", "--user", "--map-root-user", "true"),
+    "unshare then mount": command("unshare", "-Urm", "mount", "-t", "tmpfs", "none", "/tmp/x"),
+    "mount": command("mount", "-t", "tmpfs", "none", "/tmp/x"),
+    # os.unshare is Python 3.12's: libc's unshare(CLONE_NEWUSER), mount(2), bpf(2), keyctl(2)
+    "unshare(2)": call(libc.unshare(0x10000000)),
+    "mount(2)": call(libc.mount(b"none", b"/tmp/x", b"tmpfs", 0, None)),
+    "bpf(2)": call(libc.syscall(321, 5, 0, 0)),  # BPF_PROG_LOAD without a program
+    "keyctl(2)": call(libc.syscall(250, 0, 0)),  # KEYCTL_GET_KEYRING_ID of no keyring
+    "x32 syscall": subprocess.run([sys.executable, "-c", x32_getpid]).returncode,
+}))
+"""
+EPERM_TEXT = "Operation not permitted"
+
+
+def host_allows_user_namespaces() -> bool:
+    for path, refused in (
+        ("kernel/unprivileged_userns_clone", "0"),
+        ("user/max_user_namespaces", "0"),
+    ):
+        with contextlib.suppress(OSError):
+            if Path("/proc/sys", path).read_text().strip() == refused:
+                return False
+    return True
+
+
+def test_a_job_cannot_make_a_user_namespace_or_mount(tmp_path):
+    seen = probe(tmp_path, KERNEL_PROBE)
+    for cmd in ("unshare -U", "unshare --map-root-user", "unshare then mount"):
+        assert seen[cmd][0] != 0 and EPERM_TEXT in seen[cmd][1], cmd
+    assert seen["mount"][0] != 0  # util-linux's mount refuses a non-root user by itself
+    # mount(2) needs a capability and bpf(2) may be root's alone (kernel.unprivileged_bpf_disabled)
+    # without the filter too; unshare(2) and keyctl(2) are refused by the filter alone
+    for call in ("unshare(2)", "mount(2)", "bpf(2)", "keyctl(2)"):
+        assert seen[call] == [-1, errno.EPERM], call
+    assert seen["x32 syscall"] == -signal.SIGSYS  # another ABI's syscall kills the process
+
+
+def test_without_the_filter_a_job_makes_user_namespaces(tmp_path):
+    """`rlguard serve --no-job-seccomp`: what the filter refuses, the kernel decides."""
+    if not host_allows_user_namespaces():
+        pytest.skip("this host refuses unprivileged user namespaces itself")
+    seen = probe(tmp_path, KERNEL_PROBE, seccomp=False)
+    assert seen["unshare -U"] == [0, ""]
+    assert seen["unshare(2)"] == [0, 0]
+    assert seen["keyctl(2)"][1] != errno.EPERM
+    assert seen["x32 syscall"] != -signal.SIGSYS
+
+
+def test_threads_forks_and_subprocesses_still_work_under_the_filter(tmp_path):
+    code = """
+import ctypes, json, os, subprocess, sys
+from concurrent.futures import ThreadPoolExecutor
+with ThreadPoolExecutor(4) as pool:  # pthread_create: clone3, then clone on ENOSYS
+    squares = sum(pool.map(lambda n: n * n, range(100)))
+pid = os.fork()
+if pid == 0:
+    os._exit(7)
+forked = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+echoed = subprocess.run(["echo", "hi"], capture_output=True, text=True).stdout.strip()
+nested = subprocess.run([sys.executable, "-c", "print(6 * 7)"], capture_output=True, text=True)
+libc = ctypes.CDLL(None, use_errno=True)
+clone3 = [libc.syscall(435, None, 0), ctypes.get_errno()]
+status = dict(line.split(":\t") for line in open("/proc/self/status").read().splitlines())
+print(json.dumps({"squares": squares, "forked": forked, "echoed": echoed,
+                  "nested": nested.stdout.strip(), "clone3": clone3,
+                  "seccomp": status["Seccomp"], "no_new_privs": status["NoNewPrivs"]}))
+"""
+    seen = probe(tmp_path, code)
+    assert seen["squares"] == sum(n * n for n in range(100))
+    assert (seen["forked"], seen["echoed"], seen["nested"]) == (7, "hi", "42")
+    assert seen["clone3"] == [-1, errno.ENOSYS]
+    assert (seen["seccomp"], seen["no_new_privs"]) == ("2", "1")  # a filter, no new privileges
 
 
 @pytest.mark.cuda

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import rlguard
 from rlguard.platform import mounts as mounts_
+from rlguard.platform import seccomp as seccomp_
 from rlguard.platform.sandbox import UID_BASE, JobSandbox, Limits, bwrap_argv
 
 SANDBOXED = "bwrap"
@@ -29,12 +30,14 @@ MiB = 1 << 20
 
 @dataclass(frozen=True)
 class Defaults:
-    """A job's limits where its request does not set them."""
+    """A job's limits where its request does not set them, and whether its sandbox applies the
+    seccomp filter (seccomp.py; `rlguard serve --no-job-seccomp` opts out)."""
 
     memory_mb: int = 16384
     pids: int = 4096
     disk_mb: int = 51200
     tmp_mb: int = 1024
+    seccomp: bool = True
 
 
 def code_roots() -> list[str]:
@@ -52,13 +55,27 @@ def code_roots() -> list[str]:
     return roots
 
 
-def host_problem() -> str | None:
-    """Why this host cannot sandbox jobs (None: it can: a trial sandbox ran)."""
+def host_problem(seccomp: bool = True) -> str | None:
+    """Why this host cannot sandbox jobs (None: it can: a trial sandbox ran, under the seccomp
+    filter unless `seccomp` is False)."""
     if os.geteuid() != 0:
         return "the platform must run as root to give each job its own uid"
     for tool in ("bwrap", "setpriv"):
         if shutil.which(tool) is None:
             return f"`{tool}` is not installed (apt-get install bubblewrap util-linux)"
+    try:
+        fd = seccomp_.program_fd() if seccomp else None
+    except seccomp_.SeccompUnavailable as e:
+        return f"{e} (or --no-job-seccomp: jobs without the filter)"
+    try:
+        return _trial(fd)
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def _trial(seccomp_fd: int | None) -> str | None:
+    """Run `touch` in a sandbox of a scratch job directory."""
     with tempfile.TemporaryDirectory(prefix="rlguard-trial-") as tmp:
         job, data, socket = Path(tmp, "data", "job"), Path(tmp, "data"), Path(tmp, "sock")
         job.mkdir(parents=True)
@@ -66,8 +83,10 @@ def host_problem() -> str | None:
         os.chown(job, UID_BASE, UID_BASE)
         limits = Limits(64 * MiB, 64, 0, 64 * MiB, 16 * MiB)
         trial = JobSandbox(UID_BASE, str(job), str(data), (), limits, "http://127.0.0.1:1")
-        argv = bwrap_argv(trial, ["/bin/sh", "-c", "touch ok"], str(job), str(socket))
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        touch = ["/bin/sh", "-c", "touch ok"]
+        argv = bwrap_argv(trial, touch, str(job), str(socket), seccomp_fd=seccomp_fd)
+        fds = () if seccomp_fd is None else (seccomp_fd,)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30, pass_fds=fds)
         if done.returncode != 0 or not (job / "ok").is_file():
             error = (done.stderr.strip().splitlines() or ["no output"])[-1]
             return f"a trial sandbox failed (exit {done.returncode}): {error}"
@@ -118,4 +137,5 @@ class JobViews:
             tmp_bytes=min(d.tmp_mb, memory_mb or d.memory_mb) * MiB,
         )
         read_only = (*self.code, *self.roots(tenant), *files)
-        return JobSandbox(uid, str(job_dir), str(self.data_dir), read_only, limits, self.url)
+        data = str(self.data_dir)
+        return JobSandbox(uid, str(job_dir), data, read_only, limits, self.url, seccomp=d.seccomp)

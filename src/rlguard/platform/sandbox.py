@@ -5,7 +5,10 @@ Flatpak runs on) builds the namespaces and the view, and util-linux's `setpriv` 
 job's uid. bwrap runs as root in the run's Ray actor, so it can bind any path and create every
 namespace without a user namespace; inside, `setpriv` switches to the job's own uid and gid
 (no supplementary groups), sets no_new_privs and clears every capability set, so the job is an
-ordinary unprivileged user of the host that setuid binaries cannot lift.
+ordinary unprivileged user of the host that setuid binaries cannot lift. bwrap's
+`--disable-userns` needs `--unshare-user`, which running as real root without a user namespace
+rules out; the seccomp filter bwrap loads before it execs `setpriv` (seccomp.py) is what keeps
+the job from making user namespaces, and from a few other kernel interfaces.
 
 What the job sees (everything else does not exist for it):
   * /usr, /bin, /lib*, /sbin and a few files of /etc (the dynamic loader's cache, users, time
@@ -109,6 +112,7 @@ class JobSandbox:
     api_url: str  # what the socket forwards to
     bwrap: str = "bwrap"
     setpriv: str = "setpriv"
+    seccomp: bool = True  # the job's seccomp filter (seccomp.py); the operator may opt out
 
 
 def _ancestors(paths: list[str]) -> list[str]:
@@ -148,9 +152,15 @@ def _dirs(directories: list[str]) -> list[str]:
 
 
 def bwrap_argv(
-    sandbox: JobSandbox, argv: list[str], cwd: str, socket: str, gpus: GpuBinding = NO_GPUS
+    sandbox: JobSandbox,
+    argv: list[str],
+    cwd: str,
+    socket: str,
+    gpus: GpuBinding = NO_GPUS,
+    seccomp_fd: int | None = None,
 ) -> list[str]:
-    """The command line that runs `argv` in `sandbox` (from the actor, as root)."""
+    """The command line that runs `argv` in `sandbox` (from the actor, as root); `seccomp_fd`: a
+    file descriptor of the seccomp filter's program (seccomp.program_fd) that bwrap applies."""
     limits, data = sandbox.limits, sandbox.data_dir
     present = sorted((p for p in sandbox.read_only if os.path.exists(p)), key=_depth)
     jobs_root = str(Path(sandbox.job_dir).parent)
@@ -197,6 +207,8 @@ def bwrap_argv(
         args += ["--ro-bind", path, path]
     args += ["--bind", sandbox.job_dir, sandbox.job_dir, "--bind", socket, API_SOCKET]
     args += ["--chdir", cwd]
+    if seccomp_fd is not None:
+        args += ["--seccomp", str(seccomp_fd)]
     drop = [
         sandbox.setpriv,
         f"--reuid={sandbox.uid}",
