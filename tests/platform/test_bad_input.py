@@ -302,6 +302,18 @@ REPORTS = [
         b'{"step": 1, "path": "p", "metrics": {"m": NaN}}',
         "metrics.m",
     ),
+    (  # one record's JSON stays within 4 KiB (the store's per-job allowance bounds the sum)
+        "warning_data_over_4_kib",
+        "warnings",
+        {"code": "big", "message": "m", "data": {"blob": "x" * 5000}},
+        "data",
+    ),
+    (
+        "checkpoint_metrics_over_4_kib",
+        "checkpoints",
+        {"step": 1, "path": "p", "metrics": {f"m{i}": 0.5 for i in range(500)}},
+        "metrics",
+    ),
 ]
 
 

@@ -1,7 +1,8 @@
 """The platform's HTTP client (standard library only) against a small stand-in server, over TCP
 and over a unix socket: its requests (bearer, JSON, query, quoted paths), refusals as
-PlatformError, a streamed event feed and download, a reporter's retries, and an unreachable
-platform as TransportError. The real API is exercised by the live tests (test_e2e_commands.py)."""
+PlatformError, a streamed event feed and download, a reporter's retries (a 429 waited out as its
+Retry-After says, a 413 never retried), and an unreachable platform as TransportError. The real
+API is exercised by the live tests (test_e2e_commands.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import math
 import os
 import socketserver
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -30,13 +32,15 @@ BLOB = os.urandom(3 << 20)
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    busy: list[int]  # answers 503 while this holds a number
+    busy: list[int]  # statuses POST /evals is answered first (popped from the end)
 
     def log_message(self, *args) -> None:  # quiet
         pass
 
     def _answer(self, status: int, body: bytes, content_type: str) -> None:
         self.send_response(status)
+        if status == 429:
+            self.send_header("Retry-After", "1")
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -92,8 +96,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         request = self._request()
         if request["path"].endswith("/evals") and self.busy:
-            self.busy.pop()
-            self._json(503, {"error": {"message": "restarting"}})
+            status = self.busy.pop()
+            self._json(status, {"error": {"message": f"refused {status}", "code": str(status)}})
         elif request["path"].endswith("/evals"):
             self._json(200, {"action": "continue", "reason": None, "got": request})
         else:
@@ -176,12 +180,29 @@ def test_the_event_feed_and_a_download_stream(server):
 
 def test_a_reporter_retries_until_the_platform_takes_it(server):
     url, sock, busy = server
-    busy.extend([1, 1])
+    busy.extend([503, 503])
     reporter = JobReporter(url, "j", "job-token", retry_s=30, socket=sock)
     answer = reporter.eval(3, 0.5, 0.25, loss=math.nan)
     assert answer["action"] == "continue" and not busy
     assert answer["got"]["auth"] == "Bearer job-token"
     assert json.loads(answer["got"]["body"])["loss"] is None
+
+
+def test_a_reporter_waits_out_a_429_and_never_retries_a_413(server):
+    url, sock, busy = server
+    reporter = JobReporter(url, "j", "job-token", retry_s=30, socket=sock)
+    busy.append(429)  # the job reports faster than its rate: Retry-After 1
+    started = time.monotonic()
+    assert reporter.eval(1, 0.5, 0.1)["action"] == "continue" and not busy
+    assert time.monotonic() - started >= 1.0
+    busy.extend([503, 413])  # over the job's allowance: refused at once, no second try
+    with pytest.raises(PlatformError) as refused:
+        reporter.eval(2, 0.5, 0.1)
+    assert (refused.value.status, busy) == (413, [503])
+    busy[:] = [429]  # a wait past the reporter's deadline: the refusal itself
+    with pytest.raises(PlatformError) as limited:
+        JobReporter(url, "j", "t", retry_s=0.5, socket=sock).eval(3, 0.5, 0.1)
+    assert limited.value.status == 429 and time.monotonic() - started < 2.5
 
 
 def test_an_unreachable_platform_is_a_transport_error(tmp_path):

@@ -1,6 +1,7 @@
 """The store's migrations on SQLite and PostgreSQL: 0002 turns a decision's listed evidence into
 the range of eval seqs it spans, and back; 0006 adds a job's quote and measured record; 0007 lets
-a step hold one checkpoint per name; 0008 counts what a job has had uploaded."""
+a step hold one checkpoint per name; 0008 counts what a job has had uploaded; 0009 what its
+reports hold in the store."""
 
 from __future__ import annotations
 
@@ -135,4 +136,20 @@ def test_a_jobs_upload_counts_start_at_zero_and_go(store_url, tmp_path):
         assert c.execute(text("SELECT uploaded_bytes FROM jobs")).scalar_one() == 5 << 40
     columns = _jobs_columns_after_downgrade(engine, "0007")
     assert "uploaded_files" not in columns and "uploaded_bytes" not in columns
+    engine.dispose()
+
+
+def test_a_jobs_store_bytes_start_at_zero_and_go(store_url, tmp_path):
+    """0009: what a job's reports hold in the store (the per-job allowance): 0 for jobs recorded
+    before it, and past 32 bits fits; dropped on downgrade."""
+    engine = open_engine(store_url or f"sqlite:///{tmp_path / 'platform.db'}")
+    migrate(engine, "0008")
+    with engine.begin() as c:
+        _tenant_and_job(c, time.time(), "running", 0)
+    migrate(engine)
+    with engine.begin() as c:
+        assert c.execute(text("SELECT store_bytes FROM jobs")).scalar_one() == 0
+        c.execute(text("UPDATE jobs SET store_bytes = :b"), {"b": 5 << 32})
+        assert c.execute(text("SELECT store_bytes FROM jobs")).scalar_one() == 5 << 32
+    assert "store_bytes" not in _jobs_columns_after_downgrade(engine, "0008")
     engine.dispose()

@@ -43,6 +43,9 @@ def serve(
     job_pids: Annotated[int, typer.Option(min=16, help="processes and threads per job")] = 4096,
     job_disk_mb: Annotated[int, typer.Option(min=1, help="a job directory's size limit")] = 51200,
     job_tmp_mb: Annotated[int, typer.Option(min=1, help="a job's /tmp and /dev/shm")] = 1024,
+    job_seccomp: Annotated[
+        bool, typer.Option(help="the job sandbox's seccomp filter (no user namespaces, ...)")
+    ] = True,
     storage: Annotated[
         str | None,
         typer.Option(
@@ -65,6 +68,15 @@ def serve(
     job_max_upload_mb: Annotated[
         int, typer.Option(min=1, help="MiB a job may have uploaded in all (every checkpoint)")
     ] = 1_048_576,
+    job_store_mb: Annotated[
+        int, typer.Option(min=1, help="MiB a job's reports may store in the platform's database")
+    ] = 32,
+    job_reports_per_s: Annotated[
+        float, typer.Option(min=0.001, help="reports a job may post per second, sustained")
+    ] = 200.0,
+    job_reports_burst: Annotated[
+        int, typer.Option(min=1, help="reports a job may post at once above that rate")
+    ] = 1000,
 ) -> None:
     """Run the platform: HTTP API, scheduler and Ray executor (Ctrl-C stops it gracefully)."""
     from rlguard.cluster.registry import BASES, RuleParams
@@ -81,7 +93,7 @@ def serve(
     from rlguard.platform.artifacts import ArtifactStore, default_uri
 
     ArtifactStore(storage or default_uri(data_dir)).check()  # one line and exit 2 if not
-    problem = None if single_tenant else host_problem()
+    problem = None if single_tenant else host_problem(job_seccomp)
     if problem:
         raise InputError(
             f"cannot sandbox jobs on this host: {problem}; pass --single-tenant to run every "
@@ -92,6 +104,7 @@ def serve(
 
         data_dir.mkdir(parents=True, exist_ok=True)
         os.environ.update(auth_env(data_dir))
+    from rlguard.platform.job_writes import WriteLimits
     from rlguard.platform.server import ServeConfig
     from rlguard.platform.server import serve as run_server
     from rlguard.platform.uploader import UploadLimits
@@ -110,11 +123,12 @@ def serve(
         grace_s=grace_s,
         mounts=tuple(mounts),
         single_tenant=single_tenant,
-        limits=Defaults(job_memory_mb, job_pids, job_disk_mb, job_tmp_mb),
+        limits=Defaults(job_memory_mb, job_pids, job_disk_mb, job_tmp_mb, job_seccomp),
         storage=storage,
         keep_last=keep_last,
         uploads=UploadLimits(
             checkpoint_max_files, checkpoint_max_mb, job_max_upload_files, job_max_upload_mb
         ),
+        writes=WriteLimits(job_store_mb, job_reports_per_s, job_reports_burst),
     )
     run_server(cfg)

@@ -27,7 +27,7 @@ from rlguard.platform import states
 from rlguard.platform.artifacts import StoredCheckpoint, StoreUnavailable
 from rlguard.platform.dashboard import mount_dashboard
 from rlguard.platform.db import ApiKey, Checkpoint, DecisionRecord, Event, Job, Run, Tenant
-from rlguard.platform.deposits import Deposits
+from rlguard.platform.deposits import Busy, Deposits
 from rlguard.platform.errors import (
     ApiError,
     BodyLimit,
@@ -38,6 +38,7 @@ from rlguard.platform.errors import (
     store_unavailable,
 )
 from rlguard.platform.ingest import EvalIngest
+from rlguard.platform.job_writes import RateLimited, StoreFull
 from rlguard.platform.jobspec import input_error_field
 from rlguard.platform.keys import digest
 from rlguard.platform.runlogs import read_log
@@ -133,7 +134,9 @@ def _visible_job(s: Session, job_id: str, who: Caller) -> Job:
     return job
 
 
-def _job_views(s: Session, platform: Platform, jobs: list[Job]) -> list[dict[str, Any]]:
+def _job_views(
+    s: Session, platform: Platform, jobs: list[Job], store_limit: int
+) -> list[dict[str, Any]]:
     ids = [j.id for j in jobs]
     best = {
         c.job_id: c
@@ -163,6 +166,7 @@ def _job_views(s: Session, platform: Platform, jobs: list[Job]) -> list[dict[str
             latest.get(j.id),
             positions.get(j.id),
             attempts.get(j.id, 0),
+            store_limit,
         )
         for j in jobs
     ]
@@ -174,8 +178,9 @@ def create_app(platform: Platform, ingest: EvalIngest, deposits: Deposits) -> Fa
     app = FastAPI(title="rlguard platform", version="1", docs_url=None, redoc_url=None)
     app.state.platform, app.state.deposits = platform, deposits
     app.include_router(artifact_routes)
-    reports = WatchReports(platform)  # watchers' warnings and deliveries
-    steps = StepReports(platform)  # jobs' step timings
+    writes = ingest.reports.writes  # every job's report rate and allowance (job_writes.py)
+    reports = WatchReports(platform, writes)  # watchers' warnings and deliveries
+    steps = StepReports(platform, writes)  # jobs' step timings
     app.add_middleware(BodyLimit)
     app.add_exception_handler(ApiError, on_api_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
@@ -212,12 +217,14 @@ def create_app(platform: Platform, ingest: EvalIngest, deposits: Deposits) -> Fa
                     | ((Job.created_at == cursor.created_at) & (Job.id < cursor.id))
                 )
             jobs = s.scalars(query.limit(limit + 1)).all()
-            return page(_job_views(s, platform, jobs[:limit]), len(jobs) > limit)
+            views = _job_views(s, platform, jobs[:limit], writes.limits.store_bytes)
+            return page(views, len(jobs) > limit)
 
     @app.get("/v1/jobs/{job_id}")
     def get_job(job_id: str, who: Reader) -> dict[str, Any]:
         with platform.store.transaction() as s:
-            return _job_views(s, platform, [_visible_job(s, job_id, who)])[0]
+            job = _visible_job(s, job_id, who)
+            return _job_views(s, platform, [job], writes.limits.store_bytes)[0]
 
     @app.post("/v1/jobs/{job_id}/cancel")
     def cancel(job_id: str, who: Submitter) -> dict[str, Any]:
@@ -351,20 +358,33 @@ def create_app(platform: Platform, ingest: EvalIngest, deposits: Deposits) -> Fa
             raise ApiError(413, message, "checkpoint_over_limit", field) from None
         except StoreUnavailable as e:
             raise store_unavailable(e) from None
+        except Busy as e:  # the job's share of the server's threads is taken
+            retry = {"Retry-After": str(e.retry_after_s)}
+            raise ApiError(429, str(e), "rate_limited", headers=retry) from None
+
+    def _refused(e: Exception) -> ApiError:
+        """A running job's report refused, in the API's shape."""
+        if isinstance(e, Unauthorized):
+            return ApiError(401, "invalid job token for this job", "invalid_job_token")
+        if isinstance(e, RateLimited):
+            retry = {"Retry-After": str(e.retry_after_s)}
+            return ApiError(429, str(e), "rate_limited", headers=retry)
+        if isinstance(e, StoreFull):
+            return ApiError(413, str(e), "job_store_full")
+        return ApiError(409, str(e), "job_not_running")
 
     @app.post("/v1/jobs/{job_id}/evals")
     async def report_eval(job_id: str, body: EvalReport, request: Request) -> dict[str, Any]:
         token, stored = _job_token(request), None
         try:
+            writes.admit(job_id, token)
             if body.checkpoint is not None:
                 args = (job_id, token, body.step, body.checkpoint, "checkpoint")
                 stored = await asyncio.to_thread(_deposit, *args)
                 body = body.model_copy(update={"checkpoint": stored.name})
             answer = await asyncio.wrap_future(ingest.submit(job_id, token, body, stored))
-        except Unauthorized:
-            raise ApiError(401, "invalid job token for this job", "invalid_job_token") from None
-        except Conflict as e:
-            raise ApiError(409, str(e), "job_not_running") from None
+        except (Unauthorized, Conflict, RateLimited, StoreFull) as e:
+            raise _refused(e) from None
         if stored is not None:
             await asyncio.to_thread(deposits.retain, job_id)
         return answer
@@ -373,12 +393,12 @@ def create_app(platform: Platform, ingest: EvalIngest, deposits: Deposits) -> Fa
         report: Callable[[str, str, Any], Any], job_id: str, body: Any, request: Request
     ) -> Any:
         """Store one of a running job's reports, its refusals in the API's shape."""
+        token = _job_token(request)
         try:
-            return report(job_id, _job_token(request), body)
-        except Unauthorized:
-            raise ApiError(401, "invalid job token for this job", "invalid_job_token") from None
-        except Conflict as e:
-            raise ApiError(409, str(e), "job_not_running") from None
+            writes.admit(job_id, token)
+            return report(job_id, token, body)
+        except (Unauthorized, Conflict, RateLimited, StoreFull) as e:
+            raise _refused(e) from None
 
     @app.post("/v1/jobs/{job_id}/checkpoints", status_code=201)
     def report_checkpoint(job_id: str, body: CheckpointReport, request: Request) -> dict[str, Any]:

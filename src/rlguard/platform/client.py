@@ -231,6 +231,14 @@ class Http:
         return self.request("DELETE", path, **kwargs)
 
 
+def _retry_after(response: Response, default: float) -> float:
+    """The seconds a refusal's Retry-After asks to wait (`default` without a number there)."""
+    try:
+        return max(0.0, float(response.headers.get("retry-after", "")))
+    except ValueError:
+        return default
+
+
 def _checked(response: Response) -> Any:
     if response.status_code >= 400:
         try:
@@ -368,20 +376,25 @@ class JobReporter:
 
     def _post(self, path: str, body: dict[str, Any], timeout: float | None = None) -> Any:
         """POST, retrying while the server is unreachable or restarting, or its artifact store
-        is (5xx)."""
+        is (5xx), and after the wait a 429 names (the job reports faster than its rate)."""
         deadline = time.monotonic() + self.retry_s
         delay = 0.2
         wait = {} if timeout is None else {"timeout": timeout}
         while True:
+            pause = delay
             try:
                 response = self.http.post(path, json=body, **wait)
-                if response.status_code < 500:
+                if response.status_code == 429:
+                    pause = _retry_after(response, delay)
+                    if time.monotonic() + pause > deadline:
+                        _checked(response)  # the refusal itself: no time left to wait it out
+                elif response.status_code < 500:
                     return _checked(response)
             except TransportError:
                 pass
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the platform did not take {path} within {self.retry_s} s")
-            time.sleep(delay)
+            time.sleep(pause)
             delay = min(delay * 2, 5.0)
 
     def eval(

@@ -7,6 +7,7 @@ created and upgraded by alembic (migrations/), never by `create_all`.
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar
 
 from sqlalchemy import (
@@ -81,6 +82,8 @@ class Job(Base):
     # every checkpoint uploaded for it, across its attempts (the per-job upload limits)
     uploaded_files: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     uploaded_bytes: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    # what its reports' rows hold in this store (job_writes.py: the per-job allowance)
+    store_bytes: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
 
 
 class Run(Base):
@@ -159,6 +162,11 @@ class DecisionRecord(Base):
     reason: Mapped[str] = mapped_column(String(200))
     evidence: Mapped[dict[str, Any]] = mapped_column()
     created_at: Mapped[float] = mapped_column(Float)
+
+
+def json_bytes(value: Any) -> int:
+    """The bytes of `value` as a JSON column holds it (SQLAlchemy's `json.dumps` defaults)."""
+    return len(json.dumps(value))
 
 
 def same_checkpoint(job_id: str, step: int, path: str) -> tuple[Any, ...]:

@@ -20,16 +20,31 @@ MAX_BODY_BYTES = 1 << 20
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, message: str, code: str, param: str | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        code: str,
+        param: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status, self.message, self.code, self.param = status, message, code, param
+        self.headers = headers  # e.g. a 429's Retry-After
 
 
-def error_body(status: int, message: str, code: str, param: str | None = None) -> JSONResponse:
+def error_body(
+    status: int,
+    message: str,
+    code: str,
+    param: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
     kind = "invalid_request_error" if status < 500 else "server_error"
     return JSONResponse(
         {"error": {"message": message, "type": kind, "param": param, "code": code}},
         status_code=status,
+        headers=headers,
     )
 
 
@@ -40,7 +55,7 @@ def _shown(value: Any) -> str:
 
 async def on_api_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
-    return error_body(exc.status, exc.message, exc.code, exc.param)
+    return error_body(exc.status, exc.message, exc.code, exc.param, exc.headers)
 
 
 async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +22,7 @@ from rlguard.cluster.events import Decision, EvalEvent
 from rlguard.platform import budget, states
 from rlguard.platform.artifacts import StoredCheckpoint
 from rlguard.platform.db import Checkpoint, DecisionRecord, Event, Job, same_checkpoint
+from rlguard.platform.job_writes import JobWrites, StoreFull
 from rlguard.platform.keys import new_id, same_digest
 from rlguard.platform.rules import decision_row, evidence, stop_event_data
 from rlguard.platform.schemas import CheckpointReport, EvalReport
@@ -84,8 +87,9 @@ class _Batch:
 
 
 class Reports:
-    def __init__(self, platform: Platform) -> None:
+    def __init__(self, platform: Platform, writes: JobWrites | None = None) -> None:
         self.platform = platform
+        self.writes = writes or JobWrites()  # each job's allowance in the store (job_writes.py)
 
     @staticmethod
     def reporting_job(job: Job | None, job_id: str, token: str) -> Job:
@@ -94,6 +98,17 @@ class Reports:
         if job.status not in states.ON_GPUS:
             raise Conflict(f"job {job_id} is {job.status}: it takes no reports")
         return job
+
+    @contextmanager
+    def reporting(self, job_id: str, token: str) -> Iterator[tuple[Session, Job]]:
+        """One report of a running job, stored in one transaction under the platform's lock;
+        one over the job's allowance stores nothing and is recorded as its warning instead."""
+        try:
+            with self.platform.lock, self.platform.store.transaction() as s:
+                yield s, self.reporting_job(s.get(Job, job_id), job_id, token)
+        except StoreFull as refused:
+            self.writes.record_full(self.platform, refused)
+            raise
 
     def evals(
         self, reports: list[tuple[str, str, EvalReport, StoredCheckpoint | None]]
@@ -114,7 +129,7 @@ class Reports:
                     for job_id, token, report, stored in reports:
                         try:
                             answer = self._ingest(batch, job_id, token, report, stored, observed)
-                        except (Unauthorized, Conflict) as refused:
+                        except (Unauthorized, Conflict, StoreFull) as refused:
                             answer = refused
                         answers.append(answer)
                     batch.write()
@@ -126,6 +141,9 @@ class Reports:
             now = time.time()
             for job_id, report in observed:
                 self.platform.record_eval(job_id, report.progress, report.loss, now)
+            full = {a.job_id: a for a in answers if isinstance(a, StoreFull)}
+            for refused in full.values():
+                self.writes.record_full(self.platform, refused)
         return answers
 
     def _ingest(
@@ -141,13 +159,16 @@ class Reports:
         active = self.platform.active_job(job_id)
         if report.step in active.eval_steps:  # a re-sent report (a retry, or a resumed run)
             return self._answer(job, *self._stored(batch, job.id, report.step), duplicate=True)
-        event = self.platform.next_event(
-            job, "eval", report.model_dump(mode="json"), dedup=f"eval:{report.step}"
-        )
-        batch.events.append(event)
+        data = report.model_dump(mode="json")
+        checkpoint = None
         if stored is not None:
             metrics = self._eval_metrics(report)
-            self._add_checkpoint(batch.session, job, report.step, stored, metrics)
+            checkpoint = self._new_checkpoint(batch.session, job, report.step, stored, metrics)
+        self.writes.charge(job, data, *self._rows(checkpoint))
+        event = self.platform.next_event(job, "eval", data, dedup=f"eval:{report.step}")
+        batch.events.append(event)
+        if checkpoint is not None:
+            self._add_checkpoint(batch.session, job, *checkpoint)
         active.eval_seqs.append(event["seq"])
         active.eval_steps.add(report.step)
         observed.append((job_id, report))
@@ -255,8 +276,7 @@ class Reports:
     def checkpoint(
         self, job_id: str, token: str, report: CheckpointReport, stored: StoredCheckpoint
     ) -> None:
-        with self.platform.lock, self.platform.store.transaction() as s:
-            job = self.reporting_job(s.get(Job, job_id), job_id, token)
+        with self.reporting(job_id, token) as (s, job):
             metrics = dict(report.metrics)
             if "eval" not in metrics:  # the eval of the same step, if the job reported one
                 same_step = s.scalar(
@@ -266,20 +286,22 @@ class Reports:
                 )
                 if same_step is not None:
                     metrics["eval"] = same_step.data["score"]
-            self._add_checkpoint(s, job, report.step, stored, metrics)
+            checkpoint = self._new_checkpoint(s, job, report.step, stored, metrics)
+            self.writes.charge(job, *self._rows(checkpoint))
+            if checkpoint is not None:
+                self._add_checkpoint(s, job, *checkpoint)
 
-    def _add_checkpoint(
+    def _new_checkpoint(
         self, s: Session, job: Job, step: int, stored: StoredCheckpoint, metrics: dict[str, float]
-    ) -> None:
-        """Record a checkpoint once per step and name; the best by eval score is the one
-        delivered (of two at one step, the first recorded)."""
+    ) -> tuple[Checkpoint, dict[str, Any]] | None:
+        """A checkpoint's row and its event's data, not yet added; None if it is recorded
+        already (once per step and name)."""
         if s.scalar(select(Checkpoint).where(*same_checkpoint(job.id, step, stored.name))):
-            return
-        active = self.platform.active_job(job.id)
+            return None
         checkpoint = Checkpoint(
             id=new_id("ckpt"),
             job_id=job.id,
-            run_id=active.run_id or "",
+            run_id=self.platform.active_job(job.id).run_id or "",
             step=step,
             path=stored.name,
             store_key=stored.key,
@@ -287,10 +309,26 @@ class Reports:
             is_best=False,
             created_at=time.time(),
         )
+        return checkpoint, {"checkpoint": checkpoint.id, "step": step, "path": stored.name}
+
+    @staticmethod
+    def _rows(checkpoint: tuple[Checkpoint, dict[str, Any]] | None) -> list[Any]:
+        """What a new checkpoint stores, as the job's allowance counts it: its row's JSON and
+        its event's."""
+        if checkpoint is None:
+            return []
+        row, data = checkpoint
+        return [{"path": row.path, "store_key": row.store_key, "metrics": row.metrics}, data]
+
+    def _add_checkpoint(
+        self, s: Session, job: Job, checkpoint: Checkpoint, data: dict[str, Any]
+    ) -> None:
+        """Record a new checkpoint and its event; the best by eval score is the one delivered
+        (of two at one step, the first recorded)."""
+        active = self.platform.active_job(job.id)
         s.add(checkpoint)
-        data = {"checkpoint": checkpoint.id, "step": step, "path": stored.name}
         self.platform.append(s, job, "checkpoint", data)
-        score = metrics.get("eval")
+        score = checkpoint.metrics.get("eval")
         if score is not None and score > active.best_eval:
             active.best_eval = score
             s.execute(update(Checkpoint).where(Checkpoint.job_id == job.id).values(is_best=False))

@@ -8,8 +8,16 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
+from rlguard.platform.db import json_bytes
 from rlguard.platform.watchers import WatchSpec
 from rlguard.platform.watchers.checkpoints import RULES as DELIVERY_RULES
 from rlguard.runtime.calib.quote import QuoteSetup
@@ -21,10 +29,20 @@ ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 MAX_GPUS_PER_JOB = 1024
 MAX_COMMAND_CHARS = 10_000
+MAX_RECORD_BYTES = 4096
 
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def _small(value: dict[str, Any]) -> dict[str, Any]:
+    """A free-form dict a report stores as one row's JSON, at most MAX_RECORD_BYTES so: one
+    record stays small however large a body the API takes (job_writes.py bounds the sum)."""
+    size = json_bytes(value)
+    if size > MAX_RECORD_BYTES:
+        raise ValueError(f"{size} bytes as JSON, over the limit of {MAX_RECORD_BYTES} bytes")
+    return value
 
 
 class StopPolicy(Strict):
@@ -129,7 +147,7 @@ class EvalReport(Strict):
 class CheckpointReport(Strict):
     step: Step
     path: Text = Field(min_length=1, max_length=1000)
-    metrics: dict[str, Finite] = Field(default_factory=dict)
+    metrics: Annotated[dict[str, Finite], AfterValidator(_small)] = Field(default_factory=dict)
 
 
 class WatchWarningReport(Strict):
@@ -137,7 +155,7 @@ class WatchWarningReport(Strict):
 
     code: str = Field(pattern=r"^[a-z_]{1,40}$")
     message: Text = Field(max_length=2000)
-    data: dict[str, Any] = Field(default_factory=dict)
+    data: Annotated[dict[str, Any], AfterValidator(_small)] = Field(default_factory=dict)
 
 
 class StepReport(Strict):

@@ -27,6 +27,7 @@ from rlguard.platform.artifacts import ArtifactStore, default_uri
 from rlguard.platform.deposits import Deposits
 from rlguard.platform.executor import RayExecutor
 from rlguard.platform.ingest import EvalIngest
+from rlguard.platform.job_writes import JobWrites, WriteLimits
 from rlguard.platform.jobview import Defaults, JobViews
 from rlguard.platform.loop import SchedulerLoop
 from rlguard.platform.mounts import Mount
@@ -60,6 +61,7 @@ class ServeConfig:
     storage: str | None = None  # the artifact store's URI [default: a directory in data_dir]
     keep_last: int = 2  # checkpoints kept in the store besides the best
     uploads: UploadLimits = field(default_factory=UploadLimits)  # per checkpoint and job
+    writes: WriteLimits = field(default_factory=WriteLimits)  # each job's reports: rate, bytes
 
     @property
     def storage_uri(self) -> str:
@@ -90,7 +92,8 @@ def start_platform(cfg: ServeConfig) -> tuple[Platform, SchedulerLoop, EvalInges
     )
     counts = recover(platform)
     log.info("recovered %s", json.dumps(counts))
-    loop, ingest = SchedulerLoop(platform), EvalIngest(Reports(platform))
+    loop = SchedulerLoop(platform)
+    ingest = EvalIngest(Reports(platform, JobWrites(cfg.writes)))
     loop.start()
     ingest.start()
     return platform, loop, ingest, Deposits(platform, artifacts, cfg.keep_last, cfg.uploads)

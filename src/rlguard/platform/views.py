@@ -20,6 +20,7 @@ def job_view(
     latest_eval: dict[str, Any] | None,
     queue_position: int | None,
     attempts: int,
+    store_limit_bytes: int,
 ) -> dict[str, Any]:
     body = (
         {"config": job.spec["config"]}
@@ -54,6 +55,9 @@ def job_view(
         "attempts": attempts,
         # every checkpoint it has had uploaded: what --job-max-upload-files/-mb hold it to
         "uploaded": {"files": job.uploaded_files or 0, "bytes": job.uploaded_bytes or 0},
+        # what its reports' rows hold in the platform's store, and what --job-store-mb allows
+        "store_bytes": job.store_bytes or 0,
+        "store_limit_bytes": store_limit_bytes,
         "sandbox": job.sandbox,  # "bwrap", or "none (single-tenant)"
         "created_at": stamp(job.created_at),
         "started_at": stamp(job.started_at),

@@ -12,29 +12,29 @@ from __future__ import annotations
 
 from sqlalchemy import select, update
 
-from rlguard.platform.db import Checkpoint, Job
+from rlguard.platform.db import Checkpoint
 from rlguard.platform.reports import Reports
 from rlguard.platform.schemas import DeliveryReport, WatchWarningReport
 
 
 class WatchReports(Reports):
     def warning(self, job_id: str, token: str, report: WatchWarningReport) -> None:
-        with self.platform.lock, self.platform.store.transaction() as s:
-            job = self.reporting_job(s.get(Job, job_id), job_id, token)
+        with self.reporting(job_id, token) as (s, job):
             data = {"source": "watch", **report.model_dump()}
+            self.writes.charge(job, data)
             self.platform.append(s, job, "log", data, level="warning")
 
     def delivery(self, job_id: str, token: str, report: DeliveryReport) -> None:
-        with self.platform.lock, self.platform.store.transaction() as s:
-            job = self.reporting_job(s.get(Job, job_id), job_id, token)
+        with self.reporting(job_id, token) as (s, job):
             mine = Checkpoint.job_id == job_id
-            s.execute(update(Checkpoint).where(mine).values(is_best=False))
             delivered = None
             if report.step is not None:
                 at = select(Checkpoint).where(mine, Checkpoint.step == report.step)
                 at = at.order_by(Checkpoint.created_at)  # the first recorded at that step
                 delivered = s.scalar(at)
+            data = {"delivered": delivered is not None, **report.model_dump()}
+            self.writes.charge(job, data)
+            s.execute(update(Checkpoint).where(mine).values(is_best=False))
             if delivered is not None:
                 delivered.is_best = True
-            data = {"delivered": delivered is not None, **report.model_dump()}
             self.platform.append(s, job, "checkpoint", data)

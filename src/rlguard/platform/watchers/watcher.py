@@ -43,6 +43,7 @@ from rlguard.platform.watchers.totals import TotalSteps
 from rlguard.platform.watchers.trainer_state import TrainerStateReader
 
 SIDE_ROLES = ("proxy", "kl", "loss")
+SEEN_LISTED = 50  # tags a warning lists: it must fit the platform's 4 KiB per record
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,7 +287,8 @@ class Watcher:
             f"({waited:.0f} s) of {self.spec.source} {self.spec.path or 'output'!r}{hint}"
         )
         data = {"tag": self.spec.eval_tag, "polls": self.polls, "seconds": waited}
-        self.warn_once("no_eval_yet", WatchWarning("no_eval_yet", message, data | {"seen": seen}))
+        data |= {"seen": seen[:SEEN_LISTED], "seen_count": len(seen)}
+        self.warn_once("no_eval_yet", WatchWarning("no_eval_yet", message, data))
 
     # ----- the outcome -------------------------------------------------------------------------
 
