@@ -15,6 +15,11 @@ uploaded: per checkpoint, and per job against what the job has had uploaded so f
 go one at a time, so two reports at once cannot both pass on the same count. A refused report
 is a `log` event at level `warning` on the job (once per step, name and limit) and a 413 to the
 job; nothing of it is stored or recorded.
+
+Each report waits in one of the server's threads while its upload runs, and those threads are
+every tenant's: a job holds at most MAX_IN_FLIGHT of them (uploading, or waiting behind its own
+upload); one more report is refused at once (`Busy`, a 429 with Retry-After), and the job's
+client sends it again later.
 """
 
 from __future__ import annotations
@@ -35,6 +40,22 @@ from rlguard.platform.uploader import Allowance, CheckpointOverLimit, UploadLimi
 
 log = logging.getLogger(__name__)
 
+MAX_IN_FLIGHT = 2
+"""A job's checkpoint reports being served at once (the rest are answered 429)."""
+BUSY_RETRY_S = 5
+
+
+class Busy(Exception):
+    """The job has MAX_IN_FLIGHT checkpoint reports in the server already."""
+
+    retry_after_s = BUSY_RETRY_S
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__(
+            f"job {job_id} has {MAX_IN_FLIGHT} checkpoint reports being uploaded already; "
+            f"send this one again in {BUSY_RETRY_S} s"
+        )
+
 
 class Deposits:
     def __init__(
@@ -49,6 +70,7 @@ class Deposits:
         self._lock = threading.Lock()
         self._uploading: dict[tuple[str, int], Future[StoredCheckpoint]] = {}
         self._job_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
+        self._in_flight: defaultdict[str, int] = defaultdict(int)
 
     def deposit(self, job_id: str, token: str, step: int, reported: str) -> StoredCheckpoint:
         """Have the job's actor upload its checkpoint of `step`; where it is stored. A retry
@@ -64,6 +86,22 @@ class Deposits:
             recorded = s.scalar(select(Checkpoint).where(*same_checkpoint(job_id, step, name)))
             if recorded is not None:  # a re-sent report: recorded once, never uploaded again
                 return StoredCheckpoint(recorded.path, recorded.store_key)
+        with self._lock:
+            if self._in_flight[job_id] >= MAX_IN_FLIGHT:
+                raise Busy(job_id)
+            self._in_flight[job_id] += 1
+        try:
+            return self._deposit(job_id, tenant_id, handle, step, reported, name)
+        finally:
+            with self._lock:
+                self._in_flight[job_id] -= 1
+                if not self._in_flight[job_id]:
+                    del self._in_flight[job_id]
+
+    def _deposit(  # type: ignore[no-untyped-def]
+        self, job_id: str, tenant_id: str, handle, step: int, reported: str, name: str
+    ) -> StoredCheckpoint:
+        """The upload of `step`'s checkpoint, or the wait for the one already running."""
         with self._lock:
             future = self._uploading.get((job_id, step))
             mine = future is None
