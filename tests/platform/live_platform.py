@@ -4,17 +4,21 @@ module's own name (`conftest` is ambiguous across the suite's folders)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rlguard.platform.client import Client
 from rlguard.platform.local import start_server
+from rlguard.platform.volume import mounted, unmount
 
 RLGUARD = [sys.executable, "-m", "rlguard.cli"]
 CURVE_JOB = Path(__file__).with_name("curve_job.py")
@@ -47,6 +51,20 @@ def toy_world(root: Path) -> tuple[Path, str]:
     policy = sft_toy(root, seed=1, epochs=2)
     subprocess.run(["chmod", "-R", "a+rX", str(root)], check=True)
     return policy, f"toy={root}:ro"
+
+
+def require_sandbox(what: str) -> None:
+    """Skip the caller where this host cannot sandbox jobs, except in CI, where it fails: CI
+    must run `what`."""
+    import pytest
+
+    from rlguard.platform.jobview import host_problem
+
+    problem = host_problem()
+    if problem:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run {what}: {problem}")
+        pytest.skip(f"this host cannot sandbox jobs: {problem}")
 
 
 def sandbox_args() -> list[str]:
@@ -123,6 +141,23 @@ class LiveServer:
         from rlguard.platform.ray_head import stop_local_head
 
         stop_local_head(self.data_dir)
+        unmount(self.data_dir)  # volumes of runs whose actors died with the head
+
+    @contextlib.contextmanager
+    def job_files(self, job_id: str) -> Iterator[Path]:
+        """A job's directory to read: where it is while its run's volume is mounted; a
+        read-only mount of its image once the run ended (volume.py)."""
+        job_dir = self.data_dir / "jobs" / job_id
+        image = self.data_dir / "volumes" / f"{job_id}.img"
+        if mounted(job_dir) or not image.exists():
+            yield job_dir
+            return
+        with tempfile.TemporaryDirectory(prefix="rlguard-job-files-") as view:
+            subprocess.run(["mount", "-o", "loop,ro", str(image), view], check=True)
+            try:
+                yield Path(view) / "job"
+            finally:
+                unmount(Path(view))
 
 
 def postgres_bin() -> Path | None:

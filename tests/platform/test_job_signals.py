@@ -5,7 +5,6 @@ job cannot dodge it by making itself non-dumpable (/proc/PID then belongs to roo
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import time
@@ -13,10 +12,10 @@ from pathlib import Path
 
 import pytest
 from direct_sandbox import job_sandbox
+from live_platform import require_sandbox
 
 from rlguard.platform.executor import JobProcess, real_uid
 from rlguard.platform.jobhome import JobHome
-from rlguard.platform.jobview import host_problem
 from rlguard.platform.sandbox import UID_BASE, Limits
 
 SHARED_UID = UID_BASE + 99_999  # both "platforms" gave their first job this uid
@@ -25,11 +24,7 @@ PYTHON = sys.executable
 
 @pytest.fixture(scope="module", autouse=True)
 def sandboxing_host():
-    problem = host_problem()
-    if problem:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the job signal tests: {problem}")
-        pytest.skip(f"this host cannot sandbox jobs: {problem}")
+    require_sandbox("the job signal tests")
 
 
 def start(tmp_path, name: str, code: str, env: dict[str, str] | None = None) -> JobProcess:

@@ -1,7 +1,7 @@
 """The store's migrations on SQLite and PostgreSQL: 0002 turns a decision's listed evidence into
 the range of eval seqs it spans, and back; 0006 adds a job's quote and measured record; 0007 lets
 a step hold one checkpoint per name; 0008 counts what a job has had uploaded; 0009 what its
-reports hold in the store."""
+reports hold in the store; 0010 how its disk limit is held."""
 
 from __future__ import annotations
 
@@ -152,4 +152,21 @@ def test_a_jobs_store_bytes_start_at_zero_and_go(store_url, tmp_path):
         c.execute(text("UPDATE jobs SET store_bytes = :b"), {"b": 5 << 32})
         assert c.execute(text("SELECT store_bytes FROM jobs")).scalar_one() == 5 << 32
     assert "store_bytes" not in _jobs_columns_after_downgrade(engine, "0008")
+    engine.dispose()
+
+
+def test_a_jobs_disk_is_null_until_a_run_says_and_goes_on_downgrade(store_url, tmp_path):
+    """0010: how a job's disk limit is held (volume.py): NULL for jobs recorded before it."""
+    engine = open_engine(store_url or f"sqlite:///{tmp_path / 'platform.db'}")
+    migrate(engine, "0009")
+    with engine.begin() as c:
+        _tenant_and_job(c, time.time(), "running", 0)
+    migrate(engine)
+    disk = {"limit_bytes": 1 << 36, "enforced": "kernel"}
+    with engine.begin() as c:
+        assert c.execute(text("SELECT disk FROM jobs")).scalar_one() is None
+        c.execute(text("UPDATE jobs SET disk = :d"), {"d": json.dumps(disk)})
+        stored = c.execute(text("SELECT disk FROM jobs")).scalar_one()  # PostgreSQL: parsed
+        assert (json.loads(stored) if isinstance(stored, str) else stored) == disk
+    assert "disk" not in _jobs_columns_after_downgrade(engine, "0009")
     engine.dispose()

@@ -14,7 +14,7 @@ import yaml
 from rlguard.platform.artifacts import ArtifactStore
 from rlguard.platform.executor import JobProcess
 from rlguard.platform.jobhome import ROOT_ENV, JobHome, remove_job_files
-from rlguard.platform.runlogs import LOG_MAX_BYTES, log_key, read_log
+from rlguard.platform.runlogs import LOG_MAX_BYTES, as_text, log_key, read_log
 
 LINES = 100_000  # "line 000000 xxx...x" and a newline: 63 bytes each, 6.3 MB: past the bound
 PRINTER = f"for i in range({LINES}): print(f'line {{i:06d}} ' + 'x' * 50)"
@@ -39,7 +39,7 @@ def _run(tmp_path: Path, monkeypatch, argv: list[str], config: dict | None = Non
 
 def test_a_runs_log_stays_on_its_node_and_its_tail_goes_to_the_store(tmp_path, monkeypatch):
     run, store, data, root = _run(tmp_path, monkeypatch, ["python3", "-c", PRINTER])
-    assert run.wait() == 0
+    assert run.wait().code == 0
     on_node = root / ".rlguard" / "logs" / "job-1" / "attempt-1.log"
     assert on_node.stat().st_size == LINES * 63 and not data.exists()
     assert (root.stat().st_mode & 0o777) == 0o700
@@ -71,12 +71,22 @@ def test_a_runs_log_stays_on_its_node_and_its_tail_goes_to_the_store(tmp_path, m
     assert str(on_node.parent) in removed and not on_node.exists()
 
 
+def test_binary_output_is_served_within_the_cap_from_a_whole_line():
+    """4 MiB of bytes that are not UTF-8 would be 12 MiB of U+FFFD: the text stays within the
+    cap, ends as the log ends and starts on a whole line."""
+    binary = (b"\xff" * 1000 + b"\n") * (LOG_MAX_BYTES // 1001) + b"the last line\n"
+    text = as_text(binary)
+    assert len(text.encode()) <= LOG_MAX_BYTES < len(binary.decode(errors="replace").encode())
+    assert text.endswith("the last line\n") and text.startswith("\ufffd" * 1000 + "\n")
+    assert as_text(b"plain\n") == "plain\n"
+
+
 def test_a_train_jobs_config_is_written_and_read_under_the_nodes_root(tmp_path, monkeypatch):
     data_config = str(tmp_path / "data" / "configs" / "job-1.yaml")
     run, _, data, root = _run(
         tmp_path, monkeypatch, ["cat", data_config], config={"steps": 3, "output_dir": "/x"}
     )
-    assert run.wait() == 0
+    assert run.wait().code == 0
     written = root / ".rlguard" / "configs" / "job-1.yaml"
     read = yaml.safe_load((root / ".rlguard" / "logs" / "job-1" / "attempt-1.log").read_text())
     assert read == yaml.safe_load(written.read_text())

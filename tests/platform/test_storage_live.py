@@ -64,6 +64,9 @@ def _answer(server, key: str, method: str, path: str) -> tuple[int, dict]:
     return response.status_code, response.json()
 
 
+JOB_OUTPUT = ("refused.json", "env.json", "over.json", "written-2.json", "written-6.json")
+
+
 def test_a_tenant_downloads_its_best_checkpoint_and_no_one_else_can(platform_with_store, tmp_path):
     server, uri = platform_with_store
     tenant_id, key, client = _owner(server)
@@ -73,13 +76,14 @@ def test_a_tenant_downloads_its_best_checkpoint_and_no_one_else_can(platform_wit
     assert status == 409 and refused["error"]["param"] == "job_id"
     assert client.wait(job["id"], timeout_s=180)["status"] == "succeeded"
 
-    output = server.data_dir / "jobs" / job["id"] / "output"
-    refusals = json.loads((output / "refused.json").read_text())
+    with server.job_files(job["id"]) as job_dir:
+        output = {n: json.loads((job_dir / "output" / n).read_text()) for n in JOB_OUTPUT}
+    refusals = output["refused.json"]
     assert all(answer.startswith("422 path: path:") for answer in refusals.values()), refusals
-    assert not [v for v in json.loads((output / "env.json").read_text()) if v.startswith("AWS")]
+    assert not [v for v in output["env.json"] if v.startswith("AWS")]
     # Over the operator's limits: 413 naming the limit and the value, a warning on the job, and
     # nothing recorded (the steps below) or stored (the store's keys below).
-    assert json.loads((output / "over.json").read_text()) == {
+    assert output["over.json"] == {
         "output/many": "413 checkpoint_over_limit path: path: 'output/many' holds 6 files, over"
         " the limit of 5 files per checkpoint (--checkpoint-max-files 5)",
         "output/big": "413 checkpoint_over_limit path: path: 'output/big' holds 2097152 bytes,"
@@ -109,7 +113,7 @@ def test_a_tenant_downloads_its_best_checkpoint_and_no_one_else_can(platform_wit
         check=True,
     )
     assert "step 2: 3 files" in done.stdout
-    written = json.loads((output / "written-2.json").read_text())
+    written = output["written-2.json"]
     got = {
         str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in out.rglob("*")
@@ -124,7 +128,7 @@ def test_a_tenant_downloads_its_best_checkpoint_and_no_one_else_can(platform_wit
         capture_output=True,
     )
     weights = hashlib.sha256((final / "weights.bin").read_bytes()).hexdigest()
-    assert {"weights.bin": weights} == json.loads((output / "written-6.json").read_text())
+    assert {"weights.bin": weights} == output["written-6.json"]
 
     missing = "job_0123456789abcdef0123"
     base = f"/v1/jobs/{job['id']}/checkpoints/{best['id']}/files"

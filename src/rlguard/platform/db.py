@@ -84,6 +84,7 @@ class Job(Base):
     uploaded_bytes: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     # what its reports' rows hold in this store (job_writes.py: the per-job allowance)
     store_bytes: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    disk: Mapped[dict[str, Any] | None] = mapped_column(nullable=True)  # its last run's limit
 
 
 class Run(Base):

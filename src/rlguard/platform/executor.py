@@ -7,8 +7,13 @@ log file and `CUDA_VISIBLE_DEVICES` is as Ray assigned it. The actor is named af
 detached, so it survives a restart of the server, which finds it again by name (`reattach`); a
 second actor of the same name cannot exist, so a run never runs twice. Stopping is cooperative
 first (SIGTERM: a trainer checkpoints and exits), then SIGKILL after the grace period; killing
-the actor frees its resources in Ray at once. A watched job (a `watch` spec) has its watcher as a
-thread of the actor (jobwatch.py): outside the sandbox, reading the job's directory.
+the actor frees its resources in Ray at once. `terminate` runs in a concurrency group of its own
+(CONTROL), so a stop never waits behind the actor's other calls (uploads, log tails). A watched
+job (a `watch` spec) has its watcher in a process of its own (watch_runner.py), outside the
+sandbox, reading the job's directory, in a cgroup beside the job's.
+
+When the platform kills a job itself (past its disk limit), it says why in `wait`'s answer, not
+only in the job's log, whose last lines are the job's to write.
 
 A run is reported started only once its actor has prepared the job's directory on its node (a
 restore from the artifact store: jobhome.py) and spawned the job's process (`started`), and lost
@@ -19,7 +24,6 @@ actor that fails otherwise (a cut connection, a timeout) is asked again a second
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import logging
 import math
 import os
@@ -38,11 +42,9 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from rlguard.platform import jobspec
 from rlguard.platform.apiforward import ApiForward
 from rlguard.platform.artifacts import StoreUnavailable
-from rlguard.platform.client import JobReporter
-from rlguard.platform.confine import confine
+from rlguard.platform.confine import confine, die_with_parent
 from rlguard.platform.jobhome import JobHome, make_private_parents, prepare, remove_job_files
-from rlguard.platform.joblimits import Cgroup, DiskWatch
-from rlguard.platform.jobwatch import REPORT_RETRY_S, JobWatch
+from rlguard.platform.joblimits import Cgroup, DiskWatch, tree_over
 from rlguard.platform.ray_head import NAMESPACE
 from rlguard.platform.raystate import DEAD, actor_name, alive_nodes, pending, run_fate
 from rlguard.platform.rundir import RunDir, sweep
@@ -55,24 +57,29 @@ from rlguard.platform.uploader import (
     inside_job,
     upload_checkpoint,
 )
+from rlguard.platform.volume import JobVolume
+from rlguard.platform.watch_runner import WatchRunner
 
 log = logging.getLogger(__name__)
 
-PR_SET_PDEATHSIG = 1
 UPLOAD_TIMEOUT_S = 3600.0
 NAME_TIMEOUT_S = 60.0
 LOG_TIMEOUT_S = 10.0
 CLEAR_TIMEOUT_S = 30.0
 """How long a deleted job's files have, on every node at once, to be removed."""
+CONTROL = "control"
+"""The actor's concurrency group for `terminate`: a stop never waits for a free thread."""
 RETRY_S = 1.0
 """After a call to a run's actor failed while Ray still holds the actor alive: ask again then."""
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: get SIGKILL if the actor process dies (Linux), so no job
-    process outlives its actor."""
-    with contextlib.suppress(OSError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+@dataclass(frozen=True)
+class Exited:
+    """How a run's process ended: its exit code, and the platform's own reason, if it has one
+    (it killed the job past a limit, or the job failed with its disk full)."""
+
+    code: int
+    why: str | None = None
 
 
 class JobProcess:
@@ -112,7 +119,9 @@ class JobProcess:
         self.cgroup: Cgroup | None = None
         self.run_dir: RunDir | None = None
         self.watch: DiskWatch | None = None
-        self.job_watch: JobWatch | None = None
+        self.job_watch: WatchRunner | None = None
+        self.why: str | None = None  # the platform's reason the job ended, if it has one
+        self.volume: JobVolume | None = None  # the job's disk on this node, while the run lasts
 
     def started(self) -> dict[str, Any]:
         """Start the job once (asked again, the same answer): prepare its directory on this node
@@ -135,8 +144,11 @@ class JobProcess:
             log.write(line + "\n")
 
     def _start(self) -> dict[str, Any]:
-        prepared = prepare(self.home)
-        self.job_dir = str(prepared.job_dir)
+        disk = None if self.sandbox is None else self.sandbox.limits.disk_bytes
+        prepared = prepare(self.home, disk, Path(self.log_path))
+        self.job_dir, self.volume = str(prepared.job_dir), prepared.volume
+        if prepared.soft_disk is not None:
+            self._say(f"rlguard: the disk limit is polled on this node: {prepared.soft_disk}")
         for skipped in prepared.skipped:
             self._say(f"rlguard: not restored: {skipped}")
         note = prepared.note()
@@ -174,15 +186,18 @@ class JobProcess:
         if failed:
             raise failed[0]
         node = ray.get_runtime_context().get_node_id() if ray.is_initialized() else None
-        return {"pid": self.process.pid, "node_id": node, "restored": note}
+        disk = None if self.sandbox is None else {"limit_bytes": self.sandbox.limits.disk_bytes}
+        if disk is not None:
+            disk["enforced"] = "polled" if self.volume is None else "kernel"
+        return {"pid": self.process.pid, "node_id": node, "restored": note, "disk": disk}
 
     def _spawn(self, env: dict[str, str]) -> None:
-        argv, cwd = self.argv, self.job_dir
+        argv, cwd, fds = self.argv, self.job_dir, ()
         try:
             if self.sandbox:
-                argv, env, preexec = self._confine(argv, env, cwd)
+                argv, env, preexec, fds = self._confine(argv, env, cwd)
             else:
-                env, preexec = {**os.environ, **env}, _die_with_parent
+                env, preexec = {**os.environ, **env}, die_with_parent
             with open(self.log_path, "ab") as log:
                 self.process = subprocess.Popen(
                     argv,
@@ -193,35 +208,33 @@ class JobProcess:
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
                     preexec_fn=preexec,
+                    pass_fds=fds,
                 )
         except BaseException:
             self._clean()
             raise
+        finally:
+            for fd in fds:  # the seccomp program: the child holds its own copy
+                os.close(fd)
         if self.watch is not None:
             self.watch.start()
-        if self.job_watch is not None:
-            self.job_watch.start()
+        if self.job_watch is not None:  # its cgroup beside the run's (sandboxed)
+            self.job_watch.start(None if self.run_dir is None else self.run_dir.path.name)
 
     def _job_watch(
         self, spec: dict[str, Any], env: dict[str, str], cwd: str, grace_s: float
-    ) -> JobWatch:
-        """The job's watcher (jobwatch.py): it reports with the run's token and stops the job
-        the way a cancel does."""
-        reporter = JobReporter(
-            env["RLGUARD_URL"],
-            env["RLGUARD_JOB_ID"],
-            env["RLGUARD_JOB_TOKEN"],
-            retry_s=REPORT_RETRY_S,
-        )
+    ) -> WatchRunner:
+        """The job's watcher (watch_runner.py: a process of its own): it reports with the run's
+        token and stops the job the way a cancel does."""
 
         def stop_job() -> None:
             threading.Thread(target=self.terminate, args=(grace_s,), daemon=True).start()
 
-        return JobWatch(spec, cwd, reporter, stop_job, self.log_path)
+        return WatchRunner(spec, cwd, self.log_path, env, stop_job)
 
     def _confine(self, argv: list[str], env: dict[str, str], cwd: str):  # type: ignore[no-untyped-def]
         """Set up the run's socket, cgroup and disk watch; the sandboxed command line, its
-        environment and the child's pre-exec step."""
+        environment, the child's pre-exec step and the descriptors it inherits."""
         sandbox = self.sandbox
         assert sandbox is not None
         sweep()  # what runs whose actors died left on this node
@@ -230,17 +243,21 @@ class JobProcess:
         self.forward = ApiForward(socket_path, sandbox.api_url)
         ray_ids = [str(i) for i in ray.get_gpu_ids()] if ray.is_initialized() else []
         name = self.run_dir.path.name
-        confined = confine(sandbox, argv, env, cwd, socket_path, ray_ids, name, _die_with_parent)
+        confined = confine(sandbox, argv, env, cwd, socket_path, ray_ids, name, die_with_parent)
         self.cgroup = confined.cgroup
-        self.watch = DiskWatch(Path(sandbox.job_dir), sandbox.limits.disk_bytes, self._over_disk)
-        return confined.argv, confined.env, confined.preexec
+        limit = sandbox.limits.disk_bytes
+        over = tree_over(Path(sandbox.job_dir), limit) if self.volume is None else self.volume.full
+        self.watch = DiskWatch(over, self._over_disk)
+        return confined.argv, confined.env, confined.preexec, confined.pass_fds
 
-    def _over_disk(self, message: str) -> None:
-        """Kill first, then say why: the log's last line is the job's error message."""
+    def _over_disk(self, why: str) -> None:
+        """Kill, and say why: in `wait`'s answer (the job's error), and in its log (unless the
+        log is on the full disk)."""
+        self.why = f"rlguard: {why}; the job was killed"
         self._signal(signal.SIGKILL)
         self.process.wait()
-        with open(self.log_path, "a") as log:
-            log.write(message + "\n")
+        with contextlib.suppress(OSError), open(self.log_path, "a") as log:
+            log.write(self.why + "\n")
 
     def checkpoint_name(self, reported: str) -> str:
         """A reported checkpoint's path relative to the job's directory on this node (its name
@@ -262,10 +279,11 @@ class JobProcess:
         self.started()
         return upload_checkpoint(store_uri, self.job_dir, reported, key, step, allowance)
 
-    def wait(self) -> int:
-        """The exit code, once the job's process has exited, its watch has reported and its
-        log is in the store (runlogs.py: the server kills this actor once it has the code).
-        Asked again when an earlier answer was lost on the way: all that happens once."""
+    def wait(self) -> Exited:
+        """The exit code and the platform's reason (`why`, None if it has none: `Exited`),
+        once the job's process has exited, its watch has reported and its log is in the store
+        (runlogs.py: the server kills this actor once it has the answer). Asked again when an
+        earlier answer was lost on the way: all that happens once."""
         self.started()
         code = self.process.wait()
         with self._end:
@@ -273,10 +291,15 @@ class JobProcess:
                 self._ended = True
                 if self.job_watch is not None:
                     self.job_watch.finish()
-                self._clean()
+                self._clean()  # the disk watch has stopped, its kill (if any) said
+                full = None if self.volume is None or self.why else self.volume.full()
+                if full is not None and code != 0:  # it failed before the watch's next look
+                    self.why = f"rlguard: {full} when the job exited"
                 if self.home.store_uri is not None and self.home.log_key is not None:
                     keep_log(self.home.store_uri, self.home.log_key, self.log_path)
-        return code
+                if self.volume is not None:  # last: the log was read from it
+                    self.volume.detach(Path(self.job_dir), Path(self.log_path))
+        return Exited(code, self.why)
 
     def log_tail(self, max_bytes: int) -> bytes:
         """The last `max_bytes` of the run's log on this node, from a whole line."""
@@ -407,7 +430,7 @@ class RayExecutor:
         ray.put(None)  # build Ray's serialization context now, before the server's threads run
         # (its first use imports pydantic.v1 lazily; racing another thread's imports, that
         # import can fail with KeyError)
-        self._actor = ray.remote(JobProcess)
+        self._actor = ray.remote(concurrency_groups={CONTROL: 2})(JobProcess)  # `terminate`'s
         # No CPU: it runs on a node whose CPUs are all jobs'; one try (it is idempotent, and
         # the caller reports a node that did not answer).
         self._remove = ray.remote(num_cpus=0, max_retries=0)(remove_job_files)
@@ -457,9 +480,9 @@ class RayExecutor:
                 out.append((handle, answer))
         return out
 
-    def finished(self, handles: list[RunHandle]) -> list[tuple[RunHandle, int | None]]:
-        """The runs whose process has exited, with the exit code (None: Ray says the run's
-        actor or node is dead: the run is lost)."""
+    def finished(self, handles: list[RunHandle]) -> list[tuple[RunHandle, Exited | None]]:
+        """The runs whose process has exited, with how (None: Ray says the run's actor or node
+        is dead: the run is lost)."""
         return self._answers(handles, "done")
 
     def _answers(self, handles: list[RunHandle], call: str) -> list[tuple[RunHandle, Any]]:
@@ -579,7 +602,7 @@ class RayExecutor:
 
     def stop(self, handle: RunHandle, grace_s: float) -> None:
         """Ask the run to stop (SIGTERM), SIGKILL after `grace_s`; returns at once."""
-        handle.actor.terminate.remote(grace_s)
+        handle.actor.terminate.options(concurrency_group=CONTROL).remote(grace_s)
 
     def release(self, handle: RunHandle) -> None:
         """Kill the run's actor (and with it any process left): its resources are free in Ray."""

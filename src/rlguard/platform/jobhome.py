@@ -6,9 +6,11 @@ environment of that node's `ray start` (Ray's worker processes, and so the runs'
 it), or, on a node that sets none, the server's `DATA/jobs` path on that node's own disk. Nodes
 share nothing there. A new attempt's actor makes the directory, puts the job's newest complete
 stored checkpoint back into it (restore.py), writes a train job's config with `output_dir` in it,
-and hands it to the job's uid, all before the job's process starts. The server never reads a
-job directory: what it needs of one comes through the run's actor (a reported checkpoint's name,
-its upload) and the artifact store.
+and hands it to the job's uid, all before the job's process starts; a sandboxed job's directory
+and its runs' logs are on a volume of its disk limit's size (volume.py), mounted for the run.
+The server never reads a
+job directory: what it needs of one comes through the run's actor (a reported checkpoint's
+name, its upload) and the artifact store.
 
 Deleting a job reaches every node (`remove_job_files`, a Ray task pinned to each alive node):
 the job's directory there, written by the tenant's job and so hostile (planted symlinks), is
@@ -28,6 +30,7 @@ from typing import Any
 from rlguard.errors import InputError
 from rlguard.platform import jobspec
 from rlguard.platform.restore import Restored, restore_latest
+from rlguard.platform.volume import VOLUMES, JobVolume, VolumeUnavailable, unmount
 
 ROOT_ENV = "RLGUARD_JOBS_ROOT"
 PLATFORM_FILES = ".rlguard"
@@ -69,6 +72,8 @@ class Prepared:
     job_dir: Path
     restored: Restored | None
     skipped: list[str]
+    volume: JobVolume | None = None  # the job's disk, mounted (volume.py)
+    soft_disk: str | None = None  # why this node could not give it one (its limit is polled)
 
     def note(self) -> str | None:
         """One line for the run's log and its running event: what the job starts from."""
@@ -107,10 +112,27 @@ def make_private_parents(path: Path, home: JobHome) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
 
 
-def prepare(home: JobHome) -> Prepared:
-    """Make the job's directory on this node ready for its next attempt."""
+def volume_base(default_root: str) -> Path:
+    """Where this node keeps the jobs' volumes (volume.py): beside their logs and configs."""
+    root = node_root()
+    if root is None or root == Path(default_root):
+        return Path(default_root).parent
+    return root / PLATFORM_FILES
+
+
+def prepare(home: JobHome, disk_bytes: int | None = None, log: Path | None = None) -> Prepared:
+    """Make the job's directory on this node ready for its next attempt. With `disk_bytes`, the
+    directory and `log` (the run's log) are on a volume of that size (volume.py), where this
+    node can give one."""
     job_dir = home.directory()
     job_dir.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    volume, soft = None, None
+    if disk_bytes is not None and log is not None:
+        volume = JobVolume(volume_base(home.default_root), home.job_id, disk_bytes)
+        try:
+            volume.attach(job_dir, log)
+        except VolumeUnavailable as e:
+            volume, soft = None, str(e)
     (job_dir / jobspec.OUTPUT).mkdir(parents=True, exist_ok=True)
     restored, skipped = None, []
     if home.restore and home.store_uri:
@@ -119,7 +141,7 @@ def prepare(home: JobHome) -> Prepared:
         jobspec.write_config(Path(home.node_file(home.config_path)), home.config, job_dir)
     if home.uid is not None:
         hand_over(job_dir, home.uid)
-    return Prepared(job_dir, restored, skipped)
+    return Prepared(job_dir, restored, skipped, volume, soft)
 
 
 def hand_over(job_dir: Path, uid: int) -> None:
@@ -144,7 +166,8 @@ def job_paths(job_id: str, default_root: str) -> list[Path]:
     roots = [default] if root in (None, default) else [root, default]
     bases = [default.parent] + ([root / PLATFORM_FILES] if root not in (None, default) else [])
     platform = [p for b in bases for p in (b / "logs" / job_id, b / "configs" / f"{job_id}.yaml")]
-    return [*(r / job_id for r in roots), *platform]
+    volumes = [p for b in bases for p in (b / VOLUMES / job_id, b / VOLUMES / f"{job_id}.img")]
+    return [*(r / job_id for r in roots), *platform, *volumes]
 
 
 def remove_job_files(job_id: str, default_root: str) -> dict[str, Any]:
@@ -164,7 +187,10 @@ def remove_job_files(job_id: str, default_root: str) -> dict[str, Any]:
     def failed(_function: Any, path: str, exc_info: Any) -> None:
         errors.append(f"{path}: {exc_info[1]}")
 
-    for path in job_paths(job_id, default_root):
+    paths = job_paths(job_id, default_root)
+    for path in paths:  # a run whose actor died left its volume mounted
+        unmount(path)
+    for path in paths:
         try:
             mode = os.lstat(path).st_mode
         except FileNotFoundError:

@@ -8,10 +8,12 @@ Which cgroup applies depends on the node, and `describe()` says it:
   * else none: memory and CPU are then not limited per job (the node's OOM killer picks), and
     pids only by RLIMIT_NPROC.
 Always: RLIMIT_NPROC (per uid, and each job has its own uid, so it counts that job alone),
-RLIMIT_FSIZE (no file larger than the disk limit), no core dumps. The job directory's total size
-is watched by the actor (`DiskWatch`, 4 looks a second): a job past its disk limit is killed,
-with a line in its log saying why, so one job cannot fill the disk other jobs write to. It is
-polled, so a job can overshoot by what it writes between two looks.
+RLIMIT_FSIZE (no file larger than the disk limit), no core dumps. The disk limit itself is the
+kernel's where the node can mount the job a volume of that size (volume.py); the actor's
+`DiskWatch` (4 looks a second) then kills a job whose volume is full, saying why. Where it cannot,
+the watch sums the job directory's blocks (`tree_over`) and kills a job past its limit: polled,
+so a job can overshoot by what it writes between two looks, and by what it hides from a walk
+(an unlinked open file, its stdout).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from rlguard.platform.sandbox import Limits
 
 ROOT = Path("/sys/fs/cgroup")
 PARENT = "rlguard-jobs"
+WATCH_SUFFIX = "-watch"
+"""A run's watch process's cgroup is the run's name with this after it (watch_runner.py)."""
 CONTROLLERS = ("memory", "pids", "cpu")
 PERIOD_US = 100_000
 
@@ -162,20 +166,34 @@ def tree_bytes(root: Path) -> int:
     return total
 
 
-class DiskWatch(threading.Thread):
-    """Kill the job (`kill`) once its directory passes `limit` bytes; polls every `every_s`."""
+def tree_over(root: Path, limit: int) -> Callable[[], str | None]:
+    """The polled limit: why the tree under `root` is over `limit` bytes, or None."""
 
-    def __init__(self, root: Path, limit: int, kill: Callable[[str], None], every_s: float = 0.25):
+    def over() -> str | None:
+        used = tree_bytes(root)
+        if used <= limit:
+            return None
+        return f"the job's directory holds {used} bytes, over its disk limit of {limit}"
+
+    return over
+
+
+class DiskWatch(threading.Thread):
+    """Kill the job (`kill`, with why) once `over()` says why; polls every `every_s`."""
+
+    def __init__(
+        self,
+        over: Callable[[], str | None],
+        kill: Callable[[str], None],
+        every_s: float = 0.25,
+    ):
         super().__init__(daemon=True, name="disk-watch")
-        self.root, self.limit, self.kill, self.every_s = root, limit, kill, every_s
+        self.over, self.kill, self.every_s = over, kill, every_s
         self.done = threading.Event()
 
     def run(self) -> None:
         while not self.done.wait(self.every_s):
-            used = tree_bytes(self.root)
-            if used > self.limit:
-                self.kill(
-                    f"rlguard: the job's directory holds {used} bytes, over its disk limit of "
-                    f"{self.limit}; the job was killed"
-                )
+            reason = self.over()
+            if reason is not None:
+                self.kill(reason)
                 return

@@ -1,12 +1,15 @@
-"""A watched job's watcher, run as a thread in the run's Ray actor (executor.py), beside the job.
+"""A watched job's watcher: a thread that polls the job's files, in a process of its own.
 
-The actor is outside the job's sandbox and can read the job's directory; the watcher reads it
-only through checked descriptors (watchers/files.py), so links the job plants lead nowhere. A
-stdout watch without a path reads the run's captured stdout and stderr (the platform's log). Evals
-and checkpoints go to the platform as `JobReporter` sends them, with the run's own job token: the
-same idempotency by step, the same stop rule and decisions with evidence; verl's step timers go
-as the job's steps (watchers/step_timers.py). On the first "stop"
-answer the job is stopped as a cancel stops it (`stop_job`: SIGTERM to the job, SIGKILL after the
+The process (`main`, started by the run's actor through watch_runner.py, in a cgroup and under a
+poll deadline of its own) is outside the job's sandbox and can read the job's directory; the
+watcher reads it only through checked descriptors (watchers/files.py), so links the job plants
+lead nowhere. Whatever a job's files make it do (a huge file, a slow parse) costs that process,
+never the actor, whose stop and kill paths stay free. A stdout watch without a path reads the
+run's captured stdout and stderr (the platform's log). Evals and checkpoints go to the platform
+as `JobReporter` sends them, with the run's own job token: the same idempotency by step, the same
+stop rule and decisions with evidence; verl's step timers go as the job's steps
+(watchers/step_timers.py). On the first "stop" answer the job is stopped as a cancel stops it
+(`stop_job`: the process asks its actor, which SIGTERMs the job and SIGKILLs it after the
 grace), and the watch goes on until the process has exited, so a checkpoint the framework saves
 on SIGTERM is still seen. Then a last poll, and the delivery: the checkpoint saved at the best
 eval's step, or else the last saved before it, with the rule that chose it.
@@ -18,7 +21,9 @@ next poll comes. Warnings are capped per code, so a file of NaNs is a few events
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
+import sys
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -33,6 +38,8 @@ WARNINGS_PER_CODE = 5
 REPORT_RETRY_S = 60.0
 """How long a report is retried while the server is away; the run's end waits at most this for
 the delivery (a run's end is recorded only after its watch has reported)."""
+POLL, POLLED, STOP = "poll", "polled", "stop"
+"""What the watch process says on its stdout: a poll begins, it ended, the job is to stop."""
 
 
 class JobWatch(threading.Thread):
@@ -43,9 +50,10 @@ class JobWatch(threading.Thread):
         reporter: JobReporter,
         stop_job: Callable[[], None],
         stdout_log: str | None = None,
+        beat: Callable[[str], None] = lambda _: None,
     ) -> None:
         super().__init__(name="rlguard-watch", daemon=True)
-        self.reporter, self.stop_job = reporter, stop_job
+        self.reporter, self.stop_job, self.beat = reporter, stop_job, beat
         self.ended = threading.Event()
         self.stopping = False
         self.warned: Counter[str] = Counter()
@@ -77,11 +85,13 @@ class JobWatch(threading.Thread):
             log.exception("the delivery of %s was not reported", self.reporter.job_id)
 
     def _poll(self) -> None:
+        self.beat(POLL)
         try:
             self.watcher.poll()
         except Exception as exc:  # a reader's or a report's failure: warn, poll again later
             message = f"the watch failed one poll ({type(exc).__name__}: {str(exc)[:300]})"
             self._warning(WatchWarning("watch_error", message))
+        self.beat(POLLED)
 
     def _eval(self, **report: Any) -> dict[str, Any]:
         answer = self.reporter.eval(**report)
@@ -110,3 +120,28 @@ class JobWatch(threading.Thread):
             self.reporter.warning(warning.code, warning.message[:2000], warning.data)
         except Exception:
             log.exception("a warning of %s was not reported", self.reporter.job_id)
+
+
+def main() -> None:
+    """The watch process: one JSON line on stdin (the spec, the job's directory and stdout log,
+    the reporter's URL, job id and token), then stdin's end when the job's process has exited:
+    a last poll, the delivery, and exit. Its stdout carries POLL, POLLED and STOP lines."""
+    config = json.loads(sys.stdin.readline())
+    reporter = JobReporter(config["url"], config["job_id"], config["token"], REPORT_RETRY_S)
+    said = threading.Lock()
+
+    def say(line: str) -> None:
+        with said:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+
+    watch = JobWatch(
+        config["spec"], config["job_dir"], reporter, lambda: say(STOP), config["stdout_log"], say
+    )
+    watch.start()
+    sys.stdin.read()  # until the actor closes it (or dies)
+    watch.finish()
+
+
+if __name__ == "__main__":
+    main()

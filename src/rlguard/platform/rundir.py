@@ -4,9 +4,10 @@ whose actor died without removing them.
 The actor holds an exclusive flock on the directory for its whole life; the kernel drops it when
 the actor's process dies, however it dies (Ray killing it, a lost head, SIGKILL), and `_clean`
 never runs. So the next run that starts on the node can tell a dead run's leftovers from a live
-run's: it removes every run directory older than GRACE_S whose lock it can take, with the cgroup
-of the same name (joblimits.py). Without this each such run left an empty cgroup per controller
-and a directory in /tmp behind for good (78 of them on this development host after a day).
+run's: it removes every run directory older than GRACE_S whose lock it can take, with the cgroups
+of the same name (joblimits.py) and of its watch process (watch_runner.py). Without this each
+such run left an empty cgroup per controller and a directory in /tmp behind for good (78 of them
+on this development host after a day).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rlguard.platform.joblimits import Cgroup
+from rlguard.platform.joblimits import WATCH_SUFFIX, Cgroup
 
 PREFIX = "rlguard-run-"
 GRACE_S = 60.0
@@ -60,7 +61,8 @@ def sweep(root: Path | None = None) -> list[str]:
     """Remove what dead runs left on this node: their directories and cgroups; their names."""
     removed = []
     for path in Path(root or tempfile.gettempdir()).glob(PREFIX + "*"):
-        if _abandoned(path) and Cgroup.existing(path.name).remove(attempts=1):
+        cgroups = (Cgroup.existing(path.name), Cgroup.existing(path.name + WATCH_SUFFIX))
+        if _abandoned(path) and all([c.remove(attempts=1) for c in cgroups]):
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path.name)
     return removed

@@ -10,7 +10,8 @@ directory's path on a node without one), which the server's disk need not share.
 - the server reads its own disk first (the run ran on its node, or the disk is shared), then
   the store.
 Every copy is bounded: the last LOG_MAX_BYTES of the log, from the first whole line in them (a
-job may print without end; what it printed first is what matters least for its failure).
+job may print without end; what it printed first is what matters least for its failure), and so
+is the text served (`as_text`), whatever bytes the job printed.
 """
 
 from __future__ import annotations
@@ -73,20 +74,30 @@ def keep_log(store_uri: str, key: str, path: str, max_bytes: int = LOG_MAX_BYTES
     return True
 
 
+def as_text(data: bytes, max_bytes: int = LOG_MAX_BYTES) -> str:
+    """A log's bytes as text of at most `max_bytes` in UTF-8, from a whole line: each byte that
+    is not UTF-8 becomes U+FFFD, three bytes, so a tail of binary output would triple."""
+    text = data.decode(errors="replace")
+    encoded = text.encode()
+    if len(encoded) <= max_bytes:
+        return text
+    return whole_lines(encoded[-max_bytes:], cut=True).decode(errors="replace")
+
+
 def read_log(
     platform: Platform, tenant_id: str, job_id: str, attempt: int, ask_actor: bool = True
 ) -> str:
-    """A run's log tail, wherever it is: from its live actor, the server's own disk or the
-    store (empty if none has it: a run lost with its node, say)."""
+    """A run's log tail as text (`as_text`), wherever it is: from its live actor, the server's
+    own disk or the store (empty if none has it: a run lost with its node, say)."""
     active = platform.active.get(job_id) if ask_actor else None
     handle = active.handle if active is not None and active.attempt == attempt else None
     if handle is not None and getattr(handle, "running", False):  # not while Ray places it
         live = platform.executor.log_tail(handle, LOG_MAX_BYTES)
         if live is not None:
-            return live.decode(errors="replace")
+            return as_text(live)
     local = file_tail(str(platform.log_path(job_id, attempt)))
     if local is not None:
-        return local.decode(errors="replace")
+        return as_text(local)
     if platform.artifacts is None:
         return ""
     try:
@@ -94,4 +105,4 @@ def read_log(
     except Exception as e:  # the store away: say so in the server's log, answer what we have
         log.warning("log of %s attempt %d: the store did not answer: %s", job_id, attempt, e)
         return ""
-    return "" if stored is None else stored.decode(errors="replace")
+    return "" if stored is None else as_text(stored)

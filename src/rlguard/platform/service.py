@@ -431,10 +431,18 @@ class Platform:
             active.fence = None
         return active.fence is None
 
-    def run_started(self, job_id: str, pid: int, node_id: str, restored: str | None = None) -> None:
+    def run_started(
+        self,
+        job_id: str,
+        pid: int,
+        node_id: str,
+        restored: str | None = None,
+        disk: dict[str, Any] | None = None,
+    ) -> None:
         """The run's actor spawned the job's process: from now on it is running, billed and on
         its GPUs in the policies' view (a job stopping meanwhile stays stopping). `restored`:
-        the stored checkpoint it starts from, said in its running event."""
+        the stored checkpoint it starts from, said in its running event; `disk`: how its node
+        holds its disk limit (volume.py), on the job."""
         now = time.time()
         with self.store.transaction() as s:
             job, run = s.get(Job, job_id), s.get(Run, self.active[job_id].run_id)
@@ -442,6 +450,7 @@ class Platform:
                 return
             run.running_at, run.pid, run.node_id = now, pid, node_id
             job.started_at = job.started_at or now
+            job.disk = disk
             if job.status == states.STARTING:
                 reason = f"on node {node_id[:12]}"
                 if restored is not None:
@@ -491,9 +500,12 @@ class Platform:
         job.intent = active.intent = states.EARLY_STOP
         active.kill_at = time.time() + self.grace_s
 
-    def run_ended(self, job_id: str, exit_code: int | None, placed: bool = True) -> None:
+    def run_ended(
+        self, job_id: str, exit_code: int | None, placed: bool = True, why: str | None = None
+    ) -> None:
         """A run's process exited, or Ray says its actor is dead (exit_code None: lost), or Ray
-        could not place it (`placed` False). Its token is revoked with the change."""
+        could not place it (`placed` False); `why`: the platform's own reason, if it has one
+        (the job's error then, whatever its log ends with). Its token is revoked with the change."""
         active = self.active[job_id]
         now = time.time()
         if active.handle is not None:
@@ -529,6 +541,9 @@ class Platform:
                 self._finish(s, job, states.EARLY_STOPPED, job.stop_reason)
             elif active.intent == states.CANCEL:
                 self._finish(s, job, states.CANCELLED, "cancelled by the user")
+            elif why is not None:
+                job.error = {"code": "resource_limit", "message": why, "param": None}
+                self._finish(s, job, states.FAILED, why)
             elif exit_code == 0:
                 self._finish(s, job, states.SUCCEEDED)
             else:
@@ -599,7 +614,10 @@ class Platform:
         by_run = {a.run_id: a.job_id for a in self.active.values()}
         for handle, started in self.executor.started(handles):
             job_id = by_run[handle.run_id]
-            self.run_started(job_id, started["pid"], started["node_id"], started.get("restored"))
-        for handle, code in self.executor.finished(handles):
-            self.run_ended(by_run[handle.run_id], code)
+            self.run_started(
+                job_id, started["pid"], started["node_id"], started["restored"], started["disk"]
+            )
+        for handle, exited in self.executor.finished(handles):
+            code, why = (None, None) if exited is None else (exited.code, exited.why)
+            self.run_ended(by_run[handle.run_id], code, why=why)
         self.take_back_unplaced(time.time())

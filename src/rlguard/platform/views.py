@@ -59,6 +59,7 @@ def job_view(
         "store_bytes": job.store_bytes or 0,
         "store_limit_bytes": store_limit_bytes,
         "sandbox": job.sandbox,  # "bwrap", or "none (single-tenant)"
+        "disk": job.disk,  # {"limit_bytes", "enforced": "kernel" | "polled"} (volume.py)
         "created_at": stamp(job.created_at),
         "started_at": stamp(job.started_at),
         "finished_at": stamp(job.finished_at),

@@ -46,12 +46,20 @@ def open_inside(job_dir: Path, path: Path) -> BinaryIO | None:
     return None
 
 
-def read_inside(job_dir: Path, path: Path, limit: int = 64 << 20) -> bytes | None:
-    """A whole file's bytes through `open_inside` (None if refused or over `limit` bytes)."""
+WHOLE_FILE_MAX = 16 << 20
+"""The largest file read whole (a trainer_state.json, a JSON with the total steps): parsed, such
+a file takes many times its size in memory, in a watch process limited to WATCH_LIMITS."""
+
+
+def read_inside(job_dir: Path, path: Path, limit: int = WHOLE_FILE_MAX) -> bytes | None:
+    """A whole file's bytes through `open_inside` (None if refused or over `limit` bytes; one
+    over it is not read at all)."""
     f = open_inside(job_dir, path)
     if f is None:
         return None
     with f:
+        if os.fstat(f.fileno()).st_size > limit:
+            return None
         data = f.read(limit + 1)
     return data if len(data) <= limit else None
 
@@ -80,7 +88,7 @@ class LineTail:
     """
 
     HEAD = 256  # bytes kept to recognise a file rewritten in place
-    MAX_READ = 64 << 20  # per poll: a job writing gigabytes at once is read over several polls
+    MAX_READ = 8 << 20  # per poll: a job writing gigabytes at once is read over several polls
     MAX_LINE = 1 << 20  # a line without an end in sight is dropped, not held in memory
 
     def __init__(self, job_dir: Path, path: Path, name: str, warn: Warn) -> None:

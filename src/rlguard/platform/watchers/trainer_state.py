@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from rlguard.platform.watchers.files import matches, read_inside, shown
+from rlguard.platform.watchers.files import WHOLE_FILE_MAX, matches, read_inside, shown
 from rlguard.platform.watchers.jsonl import as_step
 from rlguard.platform.watchers.points import Point, Warn, WatchWarning
 
@@ -36,6 +36,7 @@ class TrainerStateReader:
         self.version: tuple[Path, int, int] | None = None
         self.last_step = -1
         self.seen_tags: set[str] = set()
+        self.too_large: set[Path] = set()
 
     def newest(self) -> Path | None:
         found = []
@@ -55,6 +56,9 @@ class TrainerStateReader:
             version = (path, stat.st_mtime_ns, stat.st_size)
             if version == self.version:
                 return []
+            if stat.st_size > WHOLE_FILE_MAX:
+                self.version = version  # never read; warned once per file
+                return self._too_large(path, stat.st_size)
             data = read_inside(self.job_dir, path)
             if data is None:
                 return []
@@ -69,6 +73,15 @@ class TrainerStateReader:
             self.warn(WatchWarning("bad_line", message, {"file": name}))
             return []
         return self._new_points(history, name)
+
+    def _too_large(self, path: Path, size: int) -> list[Point]:
+        if path in self.too_large:
+            return []
+        self.too_large.add(path)
+        name = shown(self.job_dir, path)
+        message = f"{name} holds {size} bytes, over the {WHOLE_FILE_MAX} a watch reads; not read"
+        self.warn(WatchWarning("file_too_large", message, {"file": name, "bytes": size}))
+        return []
 
     def _new_points(self, history: list, name: str) -> list[Point]:
         points, top = [], -1
