@@ -70,6 +70,7 @@ def test_the_image_outlives_a_detach_and_its_removal_takes_everything(volume, tm
     (job_dir / "weights.bin").write_bytes(b"w" * 1000)
     made.detach(job_dir, log)
     assert not mounted(job_dir) and not (job_dir / "weights.bin").exists()
+    assert not log.exists()  # no empty copy on the host: the store's is the one to read
     made.attach(job_dir, log)
     assert (job_dir / "weights.bin").read_bytes() == b"w" * 1000
     made.remove()

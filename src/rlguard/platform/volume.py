@@ -158,9 +158,13 @@ class JobVolume:
         partial.rename(self.image)
 
     def detach(self, job_dir: Path, log: Path) -> None:
-        """Unmount the binds and the image (the run is over); the image stays."""
+        """Unmount the binds and the image (the run is over); the image stays. The log's empty
+        placeholder goes too: a reader then finds no copy on this disk and asks the store."""
         for path in (job_dir, log, self.mountpoint):
             unmount(path)
+        with contextlib.suppress(OSError):
+            if not mounted(log) and log.stat().st_size == 0:
+                log.unlink()
 
     def usage(self) -> Usage:
         found = os.statvfs(self.mountpoint)
