@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT / "tests" / "platform"))
 from test_resource_attacks import ATTACKS  # noqa: E402 (the battery's attacks, one list)
 
 ARGS = ["--gpus", "2", "--grace-s", "5", "--job-disk-mb", "64", "--job-store-mb", "1"]
+ARGS += ["--mount", f"tests={ROOT / 'tests'}:ro"]  # the jobs' script, in their view
 ARGS += ["--job-reports-per-s", "50", "--job-reports-burst", "100"]
 
 
@@ -115,7 +116,8 @@ def main() -> None:
         key_a = _tenant(data, "a", 1)
         a, b = Client(url, key_a), Client(url, _tenant(data, "b", 1))
         victim = a.submit({"command": f"{HOSTILE} victim", "gpus": 1})["id"]
-        _wait_running(a, victim)
+        if _wait_running(a, victim) != "running":
+            raise RuntimeError(f"A's job did not run: {a.job(victim)['error']}")
         poller = Poller(url, key_a, victim)
         poller.start()
         marks = [("quiet", time.time())]

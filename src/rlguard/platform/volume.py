@@ -50,7 +50,9 @@ journal's size (273 MB for 50 GiB zeroed; mke2fs's own caveat: a host crash befo
 was once written through can confuse its replay)."""
 JOB, LOGS = "job", "logs"  # the image's two directories
 TIMEOUT_S = 60
-FULL_FRACTION = 0.01
+FULL_BYTES = 2 << 20
+"""Free space under which a job's disk is full: a write or an allocation of up to this much
+has just been refused (a job writing in MiB chunks stops with up to a MiB left)."""
 
 
 class VolumeUnavailable(RuntimeError):
@@ -172,10 +174,9 @@ class JobVolume:
         return Usage(size - found.f_bfree * found.f_frsize, size, found.f_bavail * found.f_frsize)
 
     def full(self) -> str | None:
-        """Why the job's disk counts as full (less than FULL_FRACTION of it, or a MiB, left: a
-        write or an allocation has just been refused); None while it is not."""
+        """Why the job's disk counts as full (under FULL_BYTES left); None while it is not."""
         usage = self.usage()
-        if usage.free_bytes >= min(1 << 20, usage.size_bytes * FULL_FRACTION):
+        if usage.free_bytes >= FULL_BYTES:
             return None
         return (
             f"the job's disk is full ({usage.used_bytes} of {usage.size_bytes} bytes in use, "
