@@ -186,9 +186,10 @@ class JobProcess:
         if failed:
             raise failed[0]
         node = ray.get_runtime_context().get_node_id() if ray.is_initialized() else None
-        disk = None if self.sandbox is None else {"limit_bytes": self.sandbox.limits.disk_bytes}
-        if disk is not None:
-            disk["enforced"] = "polled" if self.volume is None else "kernel"
+        disk = None
+        if self.sandbox is not None:  # how this node holds its limit (volume.py)
+            enforced = "polled" if self.volume is None else "kernel"
+            disk = {"limit_bytes": self.sandbox.limits.disk_bytes, "enforced": enforced}
         return {"pid": self.process.pid, "node_id": node, "restored": note, "disk": disk}
 
     def _spawn(self, env: dict[str, str]) -> None:
