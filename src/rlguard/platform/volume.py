@@ -51,8 +51,10 @@ was once written through can confuse its replay)."""
 JOB, LOGS = "job", "logs"  # the image's two directories
 TIMEOUT_S = 60
 FULL_BYTES = 2 << 20
-"""Free space under which a job's disk is full: a write or an allocation of up to this much
-has just been refused (a job writing in MiB chunks stops with up to a MiB left)."""
+EXT4_RESERVE_MAX = 16 << 20
+"""A job's disk is full under FULL_BYTES free plus what ext4 holds back for delayed allocation
+(2% of the filesystem, at most 4096 clusters): a write can be refused ENOSPC while statvfs
+still shows that much available."""
 
 
 class VolumeUnavailable(RuntimeError):
@@ -174,9 +176,9 @@ class JobVolume:
         return Usage(size - found.f_bfree * found.f_frsize, size, found.f_bavail * found.f_frsize)
 
     def full(self) -> str | None:
-        """Why the job's disk counts as full (under FULL_BYTES left); None while it is not."""
+        """Why the job's disk counts as full (EXT4_RESERVE_MAX's note); None while it is not."""
         usage = self.usage()
-        if usage.free_bytes >= FULL_BYTES:
+        if usage.free_bytes >= FULL_BYTES + min(usage.size_bytes // 50, EXT4_RESERVE_MAX):
             return None
         return (
             f"the job's disk is full ({usage.used_bytes} of {usage.size_bytes} bytes in use, "
