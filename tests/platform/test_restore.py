@@ -185,7 +185,7 @@ def test_a_new_attempt_finds_its_checkpoint_in_its_nodes_own_root(store, tmp_pat
     job = 'cat output/weights-4 > seen; echo "$RLGUARD_OUTPUT_DIR" > where'
     run = JobProcess(["bash", "-c", job], {}, home, str(tmp_path / "attempt-2.log"))
     assert "output (step 4, 1 files, 4 bytes) restored from the store" in run.started()["restored"]
-    assert run.wait() == 0
+    assert run.wait().code == 0
     job_dir = tmp_path / "node2" / "job-1"
     assert (job_dir / "seen").read_bytes() == b"0.42"
     assert (job_dir / "where").read_text().strip() == str(job_dir / "output")

@@ -121,7 +121,7 @@ class JobProcess:
         self.watch: DiskWatch | None = None
         self.job_watch: WatchRunner | None = None
         self.why: str | None = None  # the platform's reason the job ended, if it has one
-        self.volume: JobVolume | None = None  # the job's disk on this node, while the run lasts
+        self.volume: JobVolume | None = None  # the job's disk on this node (volume.py)
 
     def started(self) -> dict[str, Any]:
         """Start the job once (asked again, the same answer): prepare its directory on this node
@@ -298,8 +298,6 @@ class JobProcess:
                     self.why = f"rlguard: {full} when the job exited"
                 if self.home.store_uri is not None and self.home.log_key is not None:
                     keep_log(self.home.store_uri, self.home.log_key, self.log_path)
-                if self.volume is not None:  # last: the log was read from it
-                    self.volume.detach(Path(self.job_dir), Path(self.log_path))
         return Exited(code, self.why)
 
     def log_tail(self, max_bytes: int) -> bytes:

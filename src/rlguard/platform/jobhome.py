@@ -7,7 +7,7 @@ it), or, on a node that sets none, the server's `DATA/jobs` path on that node's 
 share nothing there. A new attempt's actor makes the directory, puts the job's newest complete
 stored checkpoint back into it (restore.py), writes a train job's config with `output_dir` in it,
 and hands it to the job's uid, all before the job's process starts; a sandboxed job's directory
-and its runs' logs are on a volume of its disk limit's size (volume.py), mounted for the run.
+and its runs' logs are on a volume of its disk limit's size (volume.py).
 The server never reads a
 job directory: what it needs of one comes through the run's actor (a reported checkpoint's
 name, its upload) and the artifact store.

@@ -38,6 +38,7 @@ from rlguard.platform.rules import StopRules
 from rlguard.platform.service import Platform
 from rlguard.platform.store import Store, default_url
 from rlguard.platform.uploader import UploadLimits
+from rlguard.platform.volume import unmount
 
 log = logging.getLogger("rlguard.platform")
 
@@ -121,6 +122,7 @@ def stop_platform(
     platform.store.close()
     if cfg.address is None:
         stop_local_head(cfg.data_dir)
+        unmount(cfg.data_dir)  # its jobs' volumes (volume.py): the node's runs are over
 
 
 def serve(cfg: ServeConfig) -> None:

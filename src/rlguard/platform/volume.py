@@ -15,11 +15,11 @@ Chosen over the alternatives: XFS or ext4 project quotas need the node's filesys
 mounted for them (an operator's step on every node), and a tmpfs holds the job's files in memory.
 An image needs root, `mkfs.ext4` (e2fsprogs) and loop devices; where any is missing, `attach`
 raises VolumeUnavailable and the run falls back to the polled watch, which the job's `disk`
-field then says (soft). A volume is mounted for a run (a loop device and three mounts) and
-unmounted at its end, so a node holds mounts for its running jobs only; the image stays, with the
-job's files and logs, for the job's next attempt and is removed with the job
-(`jobhome.remove_job_files`). A finished job's files are read by mounting its image:
-`mount -o loop,ro DATA/volumes/JOB.img DIR`.
+field then says (soft). A volume stays mounted after its run, as a job's files always stayed on
+its node, until the job is deleted (`jobhome.remove_job_files` unmounts it and removes the
+image) or the server's own local Ray head stops (`unmount` of the data directory); a node that
+restarts mounts it again for the job's next attempt there. A job holds a loop device and two
+mounts, plus one per attempt's log, on each node it ran on.
 """
 
 from __future__ import annotations
