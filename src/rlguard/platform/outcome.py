@@ -1,6 +1,8 @@
 """What a finished job measured, recorded beside its quote: GPU-hours, time on GPUs, how far it
 got, and its reported steps' mean phase times (the quote's `step_s`, measured), so quotes can be
-checked against what jobs did and the step model refitted (`rlguard jobs export-steps`)."""
+checked against what jobs did and the step model refitted (`rlguard jobs export-steps`); and, for
+a watched job whose watch reported no eval, a note its final state carries (a wrong tag or path
+would otherwise end as a plain success)."""
 
 from __future__ import annotations
 
@@ -32,3 +34,18 @@ def measured(s: Session, job: Job, progress: float) -> dict[str, Any]:
         "step_s": mean_phases(rows),
         **({"step_s_error": problem} if problem else {}),
     }
+
+
+def no_eval_note(s: Session, job: Job) -> str | None:
+    """What a watched job that ran and ends with no eval says in its final state; None else."""
+    watch = job.spec.get("watch")
+    if watch is None or job.started_at is None:
+        return None
+    evals = select(Event.id).where(Event.job_id == job.id, Event.type == "eval").limit(1)
+    if s.scalar(evals) is not None:
+        return None
+    where = f"{watch['source']} {watch['path']!r}" if watch.get("path") else "the run's output"
+    return (
+        f"0 evals: its watch found no {watch['eval_tag']!r} in {where} "
+        "(its no_eval warnings say what it found)"
+    )

@@ -31,7 +31,7 @@ from rlguard.platform.jobhome import JobHome
 from rlguard.platform.jobview import JobViews
 from rlguard.platform.keys import JOB_TOKEN_PREFIX, digest, new_id, new_secret
 from rlguard.platform.live_table import LiveTable
-from rlguard.platform.outcome import measured
+from rlguard.platform.outcome import measured, no_eval_note
 from rlguard.platform.rules import JobRule, StopRules, decision_row, stop_event_data
 from rlguard.platform.runlogs import log_key, read_log
 from rlguard.platform.sandbox import UID_BASE
@@ -572,6 +572,11 @@ class Platform:
         job.finished_at = time.time()
         job.token_digest = None
         job.measured = measured(s, job, self.table.last_progress(job.id))
+        note = no_eval_note(s, job)  # a watched job's 0 evals: in its state, and error if any
+        if note is not None:
+            reason = note if reason is None else f"{reason}; {note}"
+            if job.error is not None:
+                job.error = {**job.error, "message": f"{job.error['message']}; {note}"}
         self.transition(s, job, status, reason)
         self.active.pop(job.id, None)
         self.table.leave(job.id, job.finished_at, requeue=False)
