@@ -88,6 +88,13 @@ def _show(obj: Any, json_out: bool) -> None:
         "--setup", "what the job runs (YAML, as `runtime simulate --setup`, + steps): quoted", Path
     ),
     Opt("--budget-gpu-hours", "stop the job when its pace projects past this", number),
+    Opt("--working-dir", "command jobs: your code's directory; the job starts in a copy", Path),
+    Opt("--exclude", "--working-dir: patterns left out, comma-separated (.gitignore syntax)"),
+    Opt(
+        "--requirements",
+        "command jobs: a requirements file, installed in the job's own Python",
+        Path,
+    ),
     json_flag(),
 )
 def submit(
@@ -104,6 +111,9 @@ def submit(
     watch: str | None,
     setup: Path | None,
     budget_gpu_hours: float | None,
+    working_dir: Path | None,
+    exclude: str | None,
+    requirements: Path | None,
     json_out: bool,
 ) -> None:
     """Submit a train config or a command; prints the job (with its id) and its quote."""
@@ -132,10 +142,28 @@ def submit(
     body["stop_policy"] = {key: v for key, v in policy.items() if v not in (None, False)}
     if watch is not None:
         body["watch"] = watch_option(watch)
-    job = _call(_client().submit, body)
+    if requirements is not None:
+        from rlguard.platform.jobenv import read_requirements
+
+        body["requirements"] = read_requirements(requirements)
+    client = _client()
+    if working_dir is not None:
+        body["working_dir"] = ship_working_dir(client, working_dir, exclude)
+    elif exclude is not None:
+        raise InputError("option --exclude: goes with --working-dir")
+    job = _call(client.submit, body)
     _show(job, json_out)
     if not json_out:
         print(quote_line(job))
+
+
+def ship_working_dir(client: Any, directory: Path, exclude: str | None) -> str:
+    """--working-dir: packed here (workdir.py), uploaded unless the platform has those bytes;
+    its id for the job's `working_dir`."""
+    from rlguard.platform.workdir import pack
+
+    patterns = tuple(p.strip() for p in (exclude or "").split(",") if p.strip())
+    return _call(client.working_dir, pack(directory, patterns))["id"]
 
 
 def setup_option(path: Path) -> dict[str, Any]:

@@ -77,6 +77,23 @@ def serve(
     job_reports_burst: Annotated[
         int, typer.Option(min=1, help="reports a job may post at once above that rate")
     ] = 1000,
+    max_working_dir_mb: Annotated[
+        int, typer.Option(min=1, help="MiB a job's working directory may hold (and upload)")
+    ] = 256,
+    package_index: Annotated[
+        str | None,
+        typer.Option(help="jobs' packages: an index URL, or none [default: uv's, PyPI]"),
+    ] = None,
+    find_links: Annotated[
+        list[str] | None,
+        typer.Option(help="a directory or page of wheels for jobs' packages (repeatable)"),
+    ] = None,
+    job_env_base: Annotated[
+        str, typer.Option(help="under a job's packages: rlguard (the platform's) or none")
+    ] = "rlguard",
+    env_cache_mb: Annotated[
+        int, typer.Option(min=1, help="MiB of jobs' environments each node keeps (LRU)")
+    ] = 20_480,
 ) -> None:
     """Run the platform: HTTP API, scheduler and Ray executor (Ctrl-C stops it gracefully)."""
     from rlguard.cluster.registry import BASES, RuleParams
@@ -90,6 +107,10 @@ def serve(
     params = validated(RuleParams, k=k, min_delta=min_delta, warmup=warmup)
     mounts = [parse_mount(m) for m in mount or []]
     check_mounts(mounts, data_dir)
+    from rlguard.platform.jobenv import PackageIndex, Software
+
+    index = PackageIndex(package_index, tuple(find_links or ()))
+    software = Software(max_working_dir_mb, index, job_env_base, env_cache_mb)
     from rlguard.platform.artifacts import ArtifactStore, default_uri
 
     ArtifactStore(storage or default_uri(data_dir)).check()  # one line and exit 2 if not
@@ -130,5 +151,6 @@ def serve(
             checkpoint_max_files, checkpoint_max_mb, job_max_upload_files, job_max_upload_mb
         ),
         writes=WriteLimits(job_store_mb, job_reports_per_s, job_reports_burst),
+        software=software,
     )
     run_server(cfg)

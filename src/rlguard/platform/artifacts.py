@@ -105,6 +105,12 @@ class ArtifactStore:
     def job_key(tenant_id: str, job_id: str) -> str:
         return f"{tenant_id}/{job_id}"
 
+    @staticmethod
+    def working_dir_key(tenant_id: str, sha256: str) -> str:
+        """A tenant's working directory (workdir.py), by its content: under the tenant's own
+        prefix, so another tenant's job never names it."""
+        return f"{tenant_id}/working_dirs/{sha256}.zip"
+
     @classmethod
     def new_checkpoint_key(cls, tenant_id: str, job_id: str, step: int) -> str:
         """A fresh key for one upload of a checkpoint: never the key of an earlier upload."""
@@ -152,6 +158,16 @@ class ArtifactStore:
         else:
             self.fs.pipe_file(path, data)
 
+    def put_file(self, key: str, local: str) -> None:
+        """A local file whole at `key`, as `put` writes bytes (a working directory's zip)."""
+        path = self._path(key)
+        if self.local:
+            self.fs.makedirs(os.path.dirname(path), exist_ok=True)
+            self.fs.put_file(local, path + ".tmp")
+            self.fs.mv(path + ".tmp", path)
+        else:
+            self.fs.put_file(local, path)
+
     # ----- reading (the server) ----------------------------------------------------------------
 
     def get(self, key: str, max_bytes: int) -> bytes | None:
@@ -162,6 +178,16 @@ class ArtifactStore:
             return self.fs.cat_file(path, start=max(size - max_bytes, 0))
         except FileNotFoundError:
             return None
+
+    def exists(self, key: str) -> bool:
+        try:
+            return bool(self.fs.exists(self._path(key)))
+        except OSError as e:
+            raise StoreUnavailable(str(e)) from e
+
+    def open_object(self, key: str):  # type: ignore[no-untyped-def]
+        """The object at `key` to read, seekable (a working directory's zip, on a job's node)."""
+        return self.fs.open(self._path(key), "rb", block_size=CHUNK)
 
     def manifest(self, key: str) -> dict[str, Any] | None:
         """A checkpoint's manifest; None if it is not complete."""

@@ -9,6 +9,7 @@ rule (`EvalStopCallback`, the CGPO trainer's eval hooks) posts its evals and obe
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -177,7 +178,10 @@ class Http:
             target += "?" + urlencode(params)
         headers = dict(self.headers)
         payload = None
-        if body is not None:  # as httpx sends JSON: compact, UTF-8, NaN refused (ValueError)
+        if isinstance(body, bytes):  # a file's bytes (a working directory's zip)
+            payload = body
+            headers["Content-Type"] = "application/zip"
+        elif body is not None:  # as httpx sends JSON: compact, UTF-8, NaN refused (ValueError)
             text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
             payload = text.encode("utf-8")
             headers["Content-Type"] = "application/json"
@@ -199,10 +203,12 @@ class Http:
         params: dict[str, Any] | None = None,
         json: Any = None,
         timeout: float | None = _DEFAULT,
+        content: bytes | None = None,
     ) -> Response:
-        """One request; its whole answer."""
+        """One request (a JSON body, or `content`'s bytes as a zip); its whole answer."""
         timeout = self.timeout if timeout is _DEFAULT else timeout
-        with self._exchange(method, path, params, json, timeout, timeout) as raw:
+        body = json if content is None else content
+        with self._exchange(method, path, params, body, timeout, timeout) as raw:
             return _Streamed(raw).read()
 
     @contextmanager
@@ -264,6 +270,15 @@ class Client:
 
     def submit(self, body: dict[str, Any]) -> dict[str, Any]:
         return _checked(self.http.post("/v1/jobs", json=body))
+
+    def working_dir(self, archive: bytes) -> dict[str, Any]:
+        """A working directory's zip (workdir.pack) on the platform, uploaded only if it does
+        not hold those bytes already; its object (`id` is what a job's `working_dir` names)."""
+        sha = f"sha256:{hashlib.sha256(archive).hexdigest()}"
+        found = self.http.get(f"/v1/working_dirs/{sha}")
+        if found.status_code == 200:
+            return {**found.json(), "created": False}
+        return _checked(self.http.post("/v1/working_dirs", content=archive, timeout=None))
 
     def jobs(
         self, limit: int = 20, after: str | None = None, status: str | None = None

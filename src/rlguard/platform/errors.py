@@ -86,19 +86,23 @@ async def on_unexpected_error(request: Request, exc: Exception) -> JSONResponse:
 
 class BodyLimit:
     """Refuse bodies over `limit` bytes with a 413, whether or not Content-Length says so
-    (a chunked upload is counted as it arrives). Not FastAPI's own `max_body_size` (0.165): it
-    answers a too-large Content-Length in plain text, not in the API's JSON error shape."""
+    (a chunked upload is counted as it arrives); `routes`: paths with a limit of their own (an
+    upload). Not FastAPI's own `max_body_size` (0.165): it answers a too-large Content-Length
+    in plain text, not in the API's JSON error shape."""
 
-    def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES) -> None:
-        self.app, self.limit = app, limit
+    def __init__(
+        self, app: ASGIApp, limit: int = MAX_BODY_BYTES, routes: dict[str, int] | None = None
+    ) -> None:
+        self.app, self.default, self.routes = app, limit, routes or {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self.routes.get(scope["path"], self.default)
         declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            await self._refuse(scope, receive, send)
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            await self._refuse(scope, receive, send, limit)
             return
         seen = 0
 
@@ -106,19 +110,18 @@ class BodyLimit:
             nonlocal seen
             message = await receive()
             seen += len(message.get("body", b""))
-            if seen > self.limit:
-                raise _TooLarge(self.limit)
+            if seen > limit:
+                raise _TooLarge(limit)
             return message
 
         try:
             await self.app(scope, counted, send)
         except _TooLarge:
-            await self._refuse(scope, receive, send)
+            await self._refuse(scope, receive, send, limit)
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = error_body(
-            413, f"the request body exceeds {self.limit} bytes", "request_too_large"
-        )
+    @staticmethod
+    async def _refuse(scope: Scope, receive: Receive, send: Send, limit: int) -> None:
+        response = error_body(413, f"the request body exceeds {limit} bytes", "request_too_large")
         await response(scope, receive, send)
 
 

@@ -30,6 +30,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -43,7 +44,15 @@ from rlguard.platform import jobspec
 from rlguard.platform.apiforward import ApiForward
 from rlguard.platform.artifacts import StoreUnavailable
 from rlguard.platform.confine import confine, die_with_parent
-from rlguard.platform.jobhome import JobHome, make_private_parents, prepare, remove_job_files
+from rlguard.platform.envcache import ENVS, EnvCache, Held, JobPython
+from rlguard.platform.jobenv import Environment
+from rlguard.platform.jobhome import (
+    JobHome,
+    make_private_parents,
+    prepare,
+    remove_job_files,
+    volume_base,
+)
 from rlguard.platform.joblimits import Cgroup, DiskWatch, tree_over
 from rlguard.platform.ray_head import NAMESPACE
 from rlguard.platform.raystate import DEAD, actor_name, alive_nodes, pending, run_fate
@@ -101,6 +110,7 @@ class JobProcess:
         sandbox: JobSandbox | None = None,
         watch: dict[str, Any] | None = None,
         grace_s: float = 30.0,
+        python: JobPython | None = None,
     ) -> None:
         """Quick: the job starts in `started`, so Ray holds the actor created (not pending
         placement) however long its directory takes to prepare. `log_path`: the server's path
@@ -122,6 +132,8 @@ class JobProcess:
         self.job_watch: WatchRunner | None = None
         self.why: str | None = None  # the platform's reason the job ended, if it has one
         self.volume: JobVolume | None = None  # the job's disk on this node (volume.py)
+        self.python = python  # the job's own environment, if it named requirements
+        self.env_held: Held | None = None  # that environment on this node, while the run uses it
 
     def started(self) -> dict[str, Any]:
         """Start the job once (asked again, the same answer): prepare its directory on this node
@@ -151,10 +163,13 @@ class JobProcess:
             self._say(f"rlguard: the disk limit is polled on this node: {prepared.soft_disk}")
         for skipped in prepared.skipped:
             self._say(f"rlguard: not restored: {skipped}")
+        if prepared.code is not None:
+            self._say(f"rlguard: laid out the {prepared.code}")
         note = prepared.note()
         if note is not None:
             self._say(f"rlguard: starts from {note}")
         env = {**self.env, "RLGUARD_OUTPUT_DIR": str(prepared.job_dir / jobspec.OUTPUT)}
+        env.update(self._interpreter())
         config = self.home.config_path  # the server's path for a train job's config
         if config is not None:  # where this node wrote it (`prepare`)
             here = self.home.node_file(config)
@@ -163,6 +178,8 @@ class JobProcess:
             read_only = tuple(
                 self.home.node_file(p) if p == config else p for p in self.sandbox.read_only
             )
+            if self.env_held is not None:
+                read_only += (str(self.env_held.path),)
             self.sandbox = replace(self.sandbox, job_dir=self.job_dir, read_only=read_only)
         # built first: a spec that no longer validates fails the start before the job runs
         if self.watch_spec is not None:
@@ -190,7 +207,30 @@ class JobProcess:
         if self.sandbox is not None:  # how this node holds its limit (volume.py)
             enforced = "polled" if self.volume is None else "kernel"
             disk = {"limit_bytes": self.sandbox.limits.disk_bytes, "enforced": enforced}
-        return {"pid": self.process.pid, "node_id": node, "restored": note, "disk": disk}
+        held = self.env_held
+        environment = None if held is None else {"built": held.built, "seconds": held.seconds}
+        return {
+            "pid": self.process.pid,
+            "node_id": node,
+            "restored": note,
+            "disk": disk,
+            "environment": environment,
+        }
+
+    def _interpreter(self) -> dict[str, str]:
+        """The job's Python first on its PATH, never whichever the host's PATH finds: its own
+        environment's (envcache.py: built here, or found in this node's cache), else the
+        platform's own."""
+        path = os.environ.get("PATH", os.defpath)
+        if self.python is None:
+            return {"PATH": f"{Path(sys.executable).parent}:{path}"}
+        cache = EnvCache(volume_base(self.home.default_root) / ENVS, self.python.cache_mb << 20)
+        environment = Environment.from_dict(self.python.environment)
+        held = self.env_held = cache.ensure(environment)
+        how = f"built in {held.seconds} s" if held.built else "found in this node's cache"
+        count = len(environment.packages)
+        self._say(f"rlguard: environment {environment.hash} ({count} packages) {how}")
+        return {"PATH": f"{held.bin}:{path}", "VIRTUAL_ENV": str(held.path)}
 
     def _spawn(self, env: dict[str, str]) -> None:
         argv, cwd, fds = self.argv, self.job_dir, ()
@@ -345,6 +385,8 @@ class JobProcess:
             self.cgroup.remove()
         if self.run_dir is not None:
             self.run_dir.remove()
+        if self.env_held is not None:
+            self.env_held.release()
 
 
 def signal_if_owned(pid: int, uid: int, signum: int) -> None:
@@ -450,6 +492,7 @@ class RayExecutor:
         sandbox: JobSandbox | None = None,
         watch: dict[str, Any] | None = None,
         grace_s: float = 30.0,
+        python: JobPython | None = None,
     ) -> RunHandle:
         actor = self._actor.options(
             name=actor_name(run_id),
@@ -458,7 +501,7 @@ class RayExecutor:
             num_cpus=cpus,
             max_concurrency=16,  # a `wait` asked again (`ask`) may block beside the first
             max_restarts=0,
-        ).remote(argv, env, home, str(log_path), sandbox, watch, grace_s)
+        ).remote(argv, env, home, str(log_path), sandbox, watch, grace_s, python)
         return RunHandle(run_id, actor, actor.wait.remote(), actor.started.remote())
 
     def reattach(self, run_id: str) -> RunHandle | None:

@@ -4,13 +4,13 @@ starts.
 Each Ray node keeps its jobs' directories under a root of its own: `RLGUARD_JOBS_ROOT` in the
 environment of that node's `ray start` (Ray's worker processes, and so the runs' actors, inherit
 it), or, on a node that sets none, the server's `DATA/jobs` path on that node's own disk. Nodes
-share nothing there. A new attempt's actor makes the directory, puts the job's newest complete
-stored checkpoint back into it (restore.py), writes a train job's config with `output_dir` in it,
-and hands it to the job's uid, all before the job's process starts; a sandboxed job's directory
-and its runs' logs are on a volume of its disk limit's size (volume.py).
-The server never reads a
-job directory: what it needs of one comes through the run's actor (a reported checkpoint's
-name, its upload) and the artifact store.
+share nothing there. A new attempt's actor makes the directory, lays out the job's working
+directory in it (workdir.py), puts the job's newest complete stored checkpoint back into it
+(restore.py), writes a train job's config with `output_dir` in it, and hands it to the job's
+uid, all before the job's process starts; a sandboxed job's directory and its runs' logs are on
+a volume of its disk limit's size (volume.py). The server never reads a job directory: what
+it needs of one comes through the run's actor (a reported checkpoint's name, its upload) and
+the artifact store.
 
 Deleting a job reaches every node (`remove_job_files`, a Ray task pinned to each alive node):
 the job's directory there, written by the tenant's job and so hostile (planted symlinks), is
@@ -23,12 +23,14 @@ import os
 import re
 import shutil
 import stat
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rlguard.errors import InputError
-from rlguard.platform import jobspec
+from rlguard.platform import jobspec, workdir
+from rlguard.platform.artifacts import ArtifactStore
 from rlguard.platform.restore import Restored, restore_latest
 from rlguard.platform.volume import VOLUMES, JobVolume, VolumeUnavailable, unmount
 
@@ -51,6 +53,7 @@ class JobHome:
     store_uri: str | None = None
     restore: tuple[str, ...] = field(default=())  # its stored checkpoints' keys, newest first
     log_key: str | None = None  # where the run's log goes in the store when it ends
+    working_dir: str | None = None  # the store key of its working directory's zip (workdir.py)
 
     def directory(self) -> Path:
         """The job's directory on this node."""
@@ -74,6 +77,7 @@ class Prepared:
     skipped: list[str]
     volume: JobVolume | None = None  # the job's disk, mounted (volume.py)
     soft_disk: str | None = None  # why this node could not give it one (its limit is polled)
+    code: str | None = None  # what of its working directory was laid out, in one line
 
     def note(self) -> str | None:
         """One line for the run's log and its running event: what the job starts from."""
@@ -134,6 +138,9 @@ def prepare(home: JobHome, disk_bytes: int | None = None, log: Path | None = Non
         except VolumeUnavailable as e:
             volume, soft = None, str(e)
     (job_dir / jobspec.OUTPUT).mkdir(parents=True, exist_ok=True)
+    code = None
+    if home.working_dir is not None and home.store_uri is not None:
+        code = lay_out_code(home.store_uri, home.working_dir, job_dir, home.uid)
     restored, skipped = None, []
     if home.restore and home.store_uri:
         restored, skipped = restore_latest(home.store_uri, str(job_dir), home.restore, home.uid)
@@ -141,7 +148,18 @@ def prepare(home: JobHome, disk_bytes: int | None = None, log: Path | None = Non
         jobspec.write_config(Path(home.node_file(home.config_path)), home.config, job_dir)
     if home.uid is not None:
         hand_over(job_dir, home.uid)
-    return Prepared(job_dir, restored, skipped, volume, soft)
+    return Prepared(job_dir, restored, skipped, volume, soft, code)
+
+
+def lay_out_code(store_uri: str, key: str, job_dir: Path, uid: int | None) -> str:
+    """The job's working directory from the store into its directory, as it was uploaded
+    (every attempt: what an earlier one edited is put back); one line saying what and how long."""
+    start = time.monotonic()
+    with ArtifactStore(store_uri).open_object(key) as archive:
+        written = workdir.lay_out(archive, job_dir, uid)
+    name = key.rsplit("/", 1)[-1].removesuffix(".zip")
+    seconds = time.monotonic() - start
+    return f"working directory sha256:{name[:12]} ({written} bytes) in {seconds:.2f} s"
 
 
 def hand_over(job_dir: Path, uid: int) -> None:

@@ -18,6 +18,7 @@ from pydantic import (
 )
 
 from rlguard.platform.db import json_bytes
+from rlguard.platform.jobenv import MAX_REQUIREMENTS, requirement_lines
 from rlguard.platform.watchers import WatchSpec
 from rlguard.platform.watchers.checkpoints import RULES as DELIVERY_RULES
 from rlguard.runtime.calib.quote import QuoteSetup
@@ -81,6 +82,18 @@ class JobCreate(Strict):
         description="command jobs: where the job's framework logs evals and saves checkpoints "
         "(a preset name, or a spec: docs/watchers.md); a watcher beside the job reports them",
     )
+    working_dir: str | None = Field(
+        None,
+        pattern=r"^sha256:[0-9a-f]{64}$",
+        description="command jobs: a working directory uploaded with POST /v1/working_dirs; "
+        "each attempt starts in the job's directory holding its files",
+    )
+    requirements: list[Annotated[str, Field(max_length=1000)]] | None = Field(
+        None,
+        max_length=MAX_REQUIREMENTS * 4,
+        description="command jobs: PEP 508 requirements, resolved at submission and installed "
+        "in the job's own Python environment (its bin first on PATH)",
+    )
     setup: QuoteSetup | None = Field(
         None,
         description="what the job runs, as `rlguard runtime simulate --setup` reads it, plus "
@@ -113,6 +126,11 @@ class JobCreate(Strict):
                 raise ValueError(f"the value of {name} contains a NUL character")
         return env
 
+    @field_validator("requirements")
+    @classmethod
+    def _requirements(cls, lines: list[str] | None) -> list[str] | None:
+        return None if lines is None else requirement_lines(lines)
+
     @model_validator(mode="after")
     def _gpus_of_setup(self) -> JobCreate:
         if self.setup is not None and "gpus" not in self.model_fields_set:
@@ -125,6 +143,11 @@ class JobCreate(Strict):
             raise ValueError("give exactly one of config or command")
         if self.config is not None and (self.kind is not None or self.env):
             raise ValueError("kind and env are for command jobs (a train job's kind is its stage)")
+        if self.config is not None and (self.working_dir or self.requirements is not None):
+            raise ValueError(
+                "working_dir and requirements are for command jobs (a train job runs the "
+                "platform's own `rlguard train`)"
+            )
         if self.config is not None and self.watch is not None:
             raise ValueError("watch is for command jobs (a train job reports its own evals)")
         return self

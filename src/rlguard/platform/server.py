@@ -28,6 +28,7 @@ from rlguard.platform.deposits import Deposits
 from rlguard.platform.executor import RayExecutor
 from rlguard.platform.ingest import EvalIngest
 from rlguard.platform.job_writes import JobWrites, WriteLimits
+from rlguard.platform.jobenv import Software
 from rlguard.platform.jobview import Defaults, JobViews
 from rlguard.platform.loop import SchedulerLoop
 from rlguard.platform.mounts import Mount
@@ -63,6 +64,7 @@ class ServeConfig:
     keep_last: int = 2  # checkpoints kept in the store besides the best
     uploads: UploadLimits = field(default_factory=UploadLimits)  # per checkpoint and job
     writes: WriteLimits = field(default_factory=WriteLimits)  # each job's reports: rate, bytes
+    software: Software = field(default_factory=Software)  # what tenants ship (jobenv.py)
 
     @property
     def storage_uri(self) -> str:
@@ -89,7 +91,15 @@ def start_platform(cfg: ServeConfig) -> tuple[Platform, SchedulerLoop, EvalInges
         executor = RayExecutor(cfg.address)
     views = JobViews(not cfg.single_tenant, cfg.data_dir, list(cfg.mounts), cfg.url, cfg.limits)
     platform = Platform(
-        store, executor, rules, cfg.data_dir, cfg.url, views, cfg.grace_s, cfg.storage_uri
+        store,
+        executor,
+        rules,
+        cfg.data_dir,
+        cfg.url,
+        views,
+        cfg.grace_s,
+        cfg.storage_uri,
+        cfg.software,
     )
     counts = recover(platform)
     log.info("recovered %s", json.dumps(counts))

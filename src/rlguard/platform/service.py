@@ -26,7 +26,9 @@ from rlguard.errors import InputError
 from rlguard.platform import budget, jobspec, quotes, states
 from rlguard.platform.artifacts import ArtifactStore
 from rlguard.platform.db import Checkpoint, DecisionRecord, Event, Job, Run, Tenant
+from rlguard.platform.envcache import JobPython
 from rlguard.platform.executor import RayExecutor, RunHandle
+from rlguard.platform.jobenv import Software
 from rlguard.platform.jobhome import JobHome
 from rlguard.platform.jobview import JobViews
 from rlguard.platform.keys import JOB_TOKEN_PREFIX, digest, new_id, new_secret
@@ -36,6 +38,7 @@ from rlguard.platform.rules import JobRule, StopRules, decision_row, stop_event_
 from rlguard.platform.runlogs import log_key, read_log
 from rlguard.platform.sandbox import UID_BASE
 from rlguard.platform.schemas import JobCreate
+from rlguard.platform.shipping import Shipment, ship
 from rlguard.platform.store import Store
 
 
@@ -148,8 +151,10 @@ class Platform:
         views: JobViews,
         grace_s: float = 30.0,
         store_uri: str | None = None,
+        software: Software | None = None,
     ) -> None:
         self.store, self.executor, self.rules = store, executor, rules
+        self.software = software or Software()  # what tenants may ship, and from where
         self.store_uri = store_uri  # the artifact store's: a new attempt restores from it
         self.artifacts = None if store_uri is None else ArtifactStore(store_uri)  # runs' logs
         self.data_dir, self.url, self.grace_s = data_dir.resolve(), url, grace_s
@@ -235,6 +240,9 @@ class Platform:
             )
         if body.gpus > self.capacity:
             raise InputError(f"gpus: {body.gpus} exceeds the cluster's {self.capacity} GPUs")
+        shipment = ship(body, tenant.id, self.software, self.artifacts)
+        if shipment.environment is not None:
+            admitted.spec["environment"] = shipment.environment
         quoted = quotes.quote_job(body, admitted.spec)
         now = time.time()
         estimate = quotes.estimate_s(body, quoted)
@@ -257,11 +265,26 @@ class Platform:
                 quote=quoted,
             )
             self.transition(s, job, states.VALIDATING)
-            self.transition(s, job, states.QUEUED)
+            if self._validated(s, job, shipment):
+                self.transition(s, job, states.QUEUED)
+        if job.status != states.QUEUED:
+            return job_id
         with self.lock:
             self._track(job, rule, attempt=0)
         self.dirty.set()
         return job_id
+
+    def _validated(self, s: Session, job: Job, shipment: Shipment) -> bool:
+        """Record what resolving the job's requirements found; a job whose requirements did not
+        resolve fails here, never queued."""
+        event = shipment.event()
+        if event is not None:
+            self.append(s, job, "environment", *event)
+        if shipment.unresolved is None:
+            return True
+        job.error, job.finished_at = shipment.error(), time.time()
+        self.transition(s, job, states.FAILED, job.error["message"][:300])
+        return False
 
     def _track(self, job: Job, rule: JobRule, attempt: int) -> Active:
         active = Active(
@@ -394,7 +417,10 @@ class Platform:
             self.store_uri,
             restore,
             log_key=log_key(job.tenant_id, job_id, attempt),
+            working_dir=self._working_dir_key(job),
         )
+        environment = job.spec.get("environment")
+        python = None if environment is None else JobPython(environment, self.software.cache_mb)
         try:
             sandbox = self.views.sandbox(
                 job.uid,
@@ -415,10 +441,18 @@ class Platform:
                 sandbox,
                 job.spec.get("watch"),
                 self.grace_s,
+                python,
             )
         except Exception:  # Ray refused the actor: the run is lost, as if it had died at once
             log.exception("launching %s failed", run.id)
             self.run_ended(job_id, None)
+
+    @staticmethod
+    def _working_dir_key(job: Job) -> str | None:
+        sha = job.spec.get("working_dir")
+        if sha is None:
+            return None
+        return ArtifactStore.working_dir_key(job.tenant_id, sha.removeprefix("sha256:"))
 
     def may_launch(self, job_id: str, now: float) -> bool:
         """Fencing: a queued job starts again only once Ray says its last run's actor is dead
@@ -438,11 +472,13 @@ class Platform:
         node_id: str,
         restored: str | None = None,
         disk: dict[str, Any] | None = None,
+        environment: dict[str, Any] | None = None,
     ) -> None:
         """The run's actor spawned the job's process: from now on it is running, billed and on
         its GPUs in the policies' view (a job stopping meanwhile stays stopping). `restored`:
         the stored checkpoint it starts from, said in its running event; `disk`: how its node
-        holds its disk limit (volume.py), on the job."""
+        holds its disk limit (volume.py), on the job; `environment`: whether its node built the
+        job's environment or had it cached, and how long that took (said in the event)."""
         now = time.time()
         with self.store.transaction() as s:
             job, run = s.get(Job, job_id), s.get(Run, self.active[job_id].run_id)
@@ -455,6 +491,9 @@ class Platform:
                 reason = f"on node {node_id[:12]}"
                 if restored is not None:
                     reason += f", from {restored}"
+                if environment is not None:
+                    how = "built" if environment["built"] else "cached"
+                    reason += f", its environment {how} in {environment['seconds']} s"
                 self.transition(s, job, states.RUNNING, reason)
         self.table.start(job_id, now)
 
@@ -620,7 +659,12 @@ class Platform:
         for handle, started in self.executor.started(handles):
             job_id = by_run[handle.run_id]
             self.run_started(
-                job_id, started["pid"], started["node_id"], started["restored"], started["disk"]
+                job_id,
+                started["pid"],
+                started["node_id"],
+                started["restored"],
+                started["disk"],
+                started.get("environment"),
             )
         for handle, exited in self.executor.finished(handles):
             code, why = (None, None) if exited is None else (exited.code, exited.why)

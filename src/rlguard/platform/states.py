@@ -20,7 +20,7 @@ NEW = None
 
 TRANSITIONS: dict[str | None, frozenset[str]] = {
     NEW: frozenset({VALIDATING}),
-    VALIDATING: frozenset({QUEUED}),
+    VALIDATING: frozenset({QUEUED, FAILED}),  # failed: its requirements did not resolve
     QUEUED: frozenset({STARTING, CANCELLED}),
     # A starting job ends like a running one: it is `starting` until Ray has its process, and
     # stays so if the server restarts in between and reattaches it.
