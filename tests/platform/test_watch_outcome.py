@@ -1,6 +1,6 @@
 """A watched job's no-eval outcome in process (SQLite, a recording executor): a job that ends
 with 0 evals says so in its final state (and in its error when it failed), one with an eval does
-not."""
+not, and a watch's no-eval warnings are stored once per job, whichever attempt sends them."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from in_process import in_process_platform
 
 from rlguard.platform.db import Event, Job, Tenant
 from rlguard.platform.reports import Reports
-from rlguard.platform.schemas import EvalReport, JobCreate
+from rlguard.platform.schemas import EvalReport, JobCreate, WatchWarningReport
 from rlguard.platform.service import Platform
 from rlguard.platform.tenants import create_tenant
+from rlguard.platform.watch_reports import WatchReports
 
 WATCH = {"source": "jsonl", "path": "*.jsonl", "eval_tag": "eval_acc"}
 
@@ -75,3 +76,24 @@ def test_a_job_with_an_eval_or_no_watch_ends_as_before(platform, watch):
     _, state = _final(platform, job_id)
     assert state == {"status": "succeeded", "previous": "running"}
 
+
+def test_no_eval_warnings_are_stored_once_per_job_across_attempts(platform):
+    job_id, token = _running(platform)
+    warnings = WatchReports(platform)
+
+    def warn(code: str, token: str) -> None:
+        warnings.warning(job_id, token, WatchWarningReport(code=code, message=f"{code} here"))
+
+    warn("no_eval_yet", token)
+    warn("no_eval_yet", token)
+    warn("not_finite", token)
+    warn("not_finite", token)
+    platform.preempt(job_id)
+    platform.run_ended(job_id, 143)  # preempted: queued for its next attempt
+    token = _attempt(platform, job_id)
+    warn("no_eval_yet", token)
+    warn("no_eval", token)
+    with platform.store.transaction() as s:
+        logged = s.query(Event).filter(Event.job_id == job_id, Event.type == "log").all()
+        codes = [e.data["code"] for e in sorted(logged, key=lambda e: e.seq)]
+    assert codes == ["no_eval_yet", "not_finite", "not_finite", "no_eval"]

@@ -2,9 +2,10 @@
 speak rlguard, only log to files (tests/platform/watched_job.py), watched beside them in their
 run's actor. The hacking one is stopped online by EvalStop through its watcher, SIGTERMed, and
 delivers the checkpoint saved last before its best eval; bad data and a tag never seen are
-warning events while the jobs run on; a planted link is not followed; a stdout watch reads the
-run's captured output; bad watch specs are a
-422 naming the field and the value, and a bad --watch file is one line and exit 2."""
+warning events while the jobs run on (the tag's within the spec's no_eval_warn_s, and again at
+the run's end, whose final state says 0 evals); a planted link is not followed; a stdout watch
+reads the run's captured output; bad watch specs are a 422 naming the field and the value, and a
+bad --watch file is one line and exit 2."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ WATCH = {
 SECRET = {"step": 1000, "eval_score": 0.99}
 STDOUT_JOB = 'for i in 1 2 3 4; do echo "step $((10 * i)) val_acc=0.$i"; sleep 0.5; done'
 STDOUT_REGEX = r"step (?P<step>\d+) val_acc=(?P<score>\S+)"
+NO_EVAL_WARN_S = 1.0  # the no_tag job logs for about 2.4 s: the warning comes while it runs
 
 
 def command(scores: list[float], pause_s: float, save_every: int, *odd: str) -> str:
@@ -69,7 +71,7 @@ def platform(tmp_path_factory):
             },
             "no_tag": {
                 "command": command(HEALTHY, 0.4, 1),
-                "watch": {**WATCH, "eval_tag": "eval_acc", "no_eval_warn_polls": 5},
+                "watch": {**WATCH, "eval_tag": "eval_acc", "no_eval_warn_s": NO_EVAL_WARN_S},
             },
         }
         ids = {name: client.submit(body)["id"] for name, body in submitted.items()}
@@ -142,14 +144,29 @@ def test_a_stdout_watch_without_a_path_reads_the_runs_own_output(platform):
     assert [(e["step"], e["score"]) for e in seen] == [(10, 0.1), (20, 0.2), (30, 0.3), (40, 0.4)]
 
 
-def test_a_tag_never_seen_is_a_warning_event_not_silence(platform):
+def test_a_tag_never_seen_is_warned_in_time_and_the_final_state_says_0_evals(platform):
     _, _, jobs, events, _, _ = platform
+    history = events["no_tag"]
     assert jobs["no_tag"]["status"] == "succeeded"
-    found = [e["data"] for e in events["no_tag"] if e["type"] == "log"]
-    no_eval = [w for w in found if w["code"] == "no_eval_yet"]
-    assert len(no_eval) == 1 and "no eval for tag 'eval_acc' yet" in no_eval[0]["message"]
-    assert "eval_score" in no_eval[0]["message"]  # the tags it did see
-    delivery = [c for c in of_type(events["no_tag"], "checkpoint") if "rule" in c]
+    said = [e for e in history if e["type"] == "log" and e["data"].get("source") == "watch"]
+    assert [e["data"]["code"] for e in said] == ["no_eval_yet", "no_eval"]  # each once
+    yet, end = said
+    running = next(e for e in history if e["type"] == "state" and e["data"]["status"] == "running")
+    final = history[-1]
+    assert final["type"] == "state" and final["data"]["status"] == "succeeded"
+    # within the stated time of the run's start (the watch starts as the run does, before the
+    # platform records it running; 2 s of slack for polls and posts on shared cores)
+    assert NO_EVAL_WARN_S <= yet["data"]["data"]["seconds"] < NO_EVAL_WARN_S + 2
+    assert yet["created_at"] - running["created_at"] < NO_EVAL_WARN_S + 2
+    message = yet["data"]["message"]
+    assert message.startswith("no eval for tag 'eval_acc' yet, after ")
+    assert ": read metrics.jsonl; tags seen: eval_score, reward, step, time" in message
+    assert end["data"]["message"].startswith("no eval for tag 'eval_acc' by the run's end")
+    assert final["data"]["reason"] == (
+        "0 evals: its watch found no 'eval_acc' in jsonl '*.jsonl' "
+        "(its no_eval warnings say what it found)"
+    )
+    delivery = [c for c in of_type(history, "checkpoint") if "rule" in c]
     assert delivery[0]["delivered"] is False and delivery[0]["reason"] == "no eval reported yet"
 
 

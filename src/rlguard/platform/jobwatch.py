@@ -76,7 +76,7 @@ class JobWatch(threading.Thread):
         while not self.ended.is_set():
             self._poll()
             self.ended.wait(self.watcher.spec.poll_s)
-        self._poll()
+        self._poll(final=True)
         if self.watcher.timers is not None:
             self.watcher.timers.flush(final=True)
         try:
@@ -84,10 +84,10 @@ class JobWatch(threading.Thread):
         except Exception:
             log.exception("the delivery of %s was not reported", self.reporter.job_id)
 
-    def _poll(self) -> None:
+    def _poll(self, final: bool = False) -> None:
         self.beat(POLL)
         try:
-            self.watcher.poll()
+            self.watcher.poll(final)
         except Exception as exc:  # a reader's or a report's failure: warn, poll again later
             message = f"the watch failed one poll ({type(exc).__name__}: {str(exc)[:300]})"
             self._warning(WatchWarning("watch_error", message))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import stat as stat_mode
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from rlguard.platform.watchers.points import Warn, WatchWarning
@@ -68,6 +68,20 @@ def matches(job_dir: Path, pattern: str) -> list[Path]:
     """Paths under `job_dir` matching the glob `pattern`, sorted, those leaving it dropped."""
     found = job_dir.glob(pattern) if any(c in pattern for c in "*?[") else [job_dir / pattern]
     return sorted(p for p in found if p.exists() and inside(job_dir, p))
+
+
+def near(job_dir: Path, pattern: str) -> str | None:
+    """A path like `pattern` that matches where it does not: a directory shallower, or one
+    deeper (a framework's output directory elsewhere than the spec says). Looked for once, when
+    a watch warns that it has read nothing."""
+    parts = PurePosixPath(pattern).parts
+    for k in range(1, len(parts)):
+        shallower = str(PurePosixPath(*parts[k:]))
+        if matches(job_dir, shallower):
+            return shallower
+    for path in matches(job_dir, "*/" + pattern):
+        return f"{path.relative_to(job_dir).parts[0]}/{pattern}"
+    return None
 
 
 def shown(job_dir: Path, path: Path) -> str:

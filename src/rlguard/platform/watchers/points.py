@@ -21,8 +21,9 @@ class Point:
 class WatchWarning:
     """Something the job's owner should hear about; the watch goes on.
 
-    codes: no_eval_yet, no_files, non_numeric, not_finite, bad_line, bad_step, file_gone,
-    file_replaced, step_backwards, tag_ambiguous, checkpoint_gone, no_total_steps.
+    codes: no_eval_yet, no_eval (no_eval.py), non_numeric, not_finite, bad_line, bad_step,
+    file_gone, file_replaced, file_refused, file_too_large, step_backwards, tag_ambiguous,
+    checkpoint_gone, no_total_steps.
     """
 
     code: str

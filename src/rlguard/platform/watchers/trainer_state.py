@@ -36,6 +36,7 @@ class TrainerStateReader:
         self.version: tuple[Path, int, int] | None = None
         self.last_step = -1
         self.seen_tags: set[str] = set()
+        self.files_read: set[str] = set()  # job-relative: what a no-eval warning names
         self.too_large: set[Path] = set()
 
     def newest(self) -> Path | None:
@@ -68,6 +69,7 @@ class TrainerStateReader:
         self.version = version
         history = state.get("log_history") if isinstance(state, dict) else None
         name = shown(self.job_dir, path)
+        self.files_read.add(name)
         if not isinstance(history, list):
             message = f"{name} has no log_history list"
             self.warn(WatchWarning("bad_line", message, {"file": name}))

@@ -23,7 +23,6 @@ their tags at the eval's step, or the last logged before it.
 
 from __future__ import annotations
 
-import difflib
 import math
 import time
 from collections.abc import Callable
@@ -34,6 +33,7 @@ from typing import Any
 
 from rlguard.platform.watchers.checkpoints import CheckpointFinder, Delivery
 from rlguard.platform.watchers.jsonl import JsonlReader
+from rlguard.platform.watchers.no_eval import NO_EVAL, NO_EVAL_YET, warning
 from rlguard.platform.watchers.points import Point, WatchWarning
 from rlguard.platform.watchers.spec import WatchSpec
 from rlguard.platform.watchers.stdout import RegexReader
@@ -43,7 +43,6 @@ from rlguard.platform.watchers.totals import TotalSteps
 from rlguard.platform.watchers.trainer_state import TrainerStateReader
 
 SIDE_ROLES = ("proxy", "kl", "loss")
-SEEN_LISTED = 50  # tags a warning lists: it must fit the platform's 4 KiB per record
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,8 +173,9 @@ class Watcher:
 
     # ----- one poll ----------------------------------------------------------------------------
 
-    def poll(self) -> list[EvalReport]:
-        """Read what is new, report it; the evals reported by this poll."""
+    def poll(self, final: bool = False) -> list[EvalReport]:
+        """Read what is new, report it; the evals reported by this poll. `final`: the job has
+        ended (the last poll)."""
         self.polls += 1
         points = self.reader.poll()
         self.polls_with_metrics += bool(self.reader.seen_tags)
@@ -202,7 +202,7 @@ class Watcher:
         if self.timers is not None:
             self.timers.flush()
         self._checkpoints()
-        self._no_eval_yet()
+        self._no_eval(final)
         return reports
 
     def _checked(self, point: Point) -> float | None:
@@ -268,27 +268,19 @@ class Watcher:
             if self.on_checkpoint is not None:
                 self.on_checkpoint(step, path, metrics)
 
-    def _no_eval_yet(self) -> None:
-        if self.reported or "no_eval_yet" in self.warned:
+    def _no_eval(self, final: bool) -> None:
+        """Warn that no eval was read: `no_eval_yet` after `no_eval_warn_s` of the run, or
+        after `no_eval_warn_polls` polls that read metrics (the tag is likely wrong, and the
+        tags read can be named), whatever the files; `no_eval` when the run has ended."""
+        if self.reported:
             return
         waited = self.clock() - self.started
-        # by polls only once metrics flow (a job still starting up has written nothing, and a
-        # warning then could not name the tags it writes); by time whatever was read
+        code = NO_EVAL if final else NO_EVAL_YET
         few = self.polls_with_metrics < self.spec.no_eval_warn_polls
-        if few and waited < self.spec.no_eval_warn_s:
+        if code in self.warned or (not final and few and waited < self.spec.no_eval_warn_s):
             return
-        seen = sorted(self.reader.seen_tags)
-        close = difflib.get_close_matches(self.spec.eval_tag, seen, n=3, cutoff=0.5)
-        hint = f"; tags seen: {', '.join(seen[:20])}" if seen else "; no metrics read yet"
-        if close:
-            hint += f"; did you mean {' or '.join(close)}?"
-        message = (
-            f"no eval for tag {self.spec.eval_tag!r} yet after {self.polls} polls "
-            f"({waited:.0f} s) of {self.spec.source} {self.spec.path or 'output'!r}{hint}"
-        )
-        data = {"tag": self.spec.eval_tag, "polls": self.polls, "seconds": waited}
-        data |= {"seen": seen[:SEEN_LISTED], "seen_count": len(seen)}
-        self.warn_once("no_eval_yet", WatchWarning("no_eval_yet", message, data))
+        said = warning(code, self.spec, self.job_dir, self.reader, waited, self.polls)
+        self.warn_once(code, said)
 
     # ----- the outcome -------------------------------------------------------------------------
 
@@ -317,5 +309,5 @@ class Watcher:
         while not should_stop() and self.stop_reason is None:
             self.poll()
             sleep(self.spec.poll_s)
-        self.poll()
+        self.poll(final=True)
         return self.delivered()
