@@ -56,6 +56,10 @@ async def upload(request: Request, who: Submitter) -> dict[str, Any]:
             body.write(chunk)
         try:
             archive = await run_in_threadpool(workdir.check, body, cap)
+        except workdir.ArchiveTooLarge as e:
+            raise ApiError(
+                413, f"working directory: {e}", "working_dir_too_large", "body"
+            ) from None
         except workdir.BadArchive as e:
             raise ApiError(422, f"working directory: {e}", "invalid_working_dir", "body") from None
         store = _store(request)

@@ -48,8 +48,8 @@ def ship(
         sha = body.working_dir.removeprefix("sha256:")
         if artifacts is None or not artifacts.exists(artifacts.working_dir_key(tenant_id, sha)):
             raise InputError(
-                f"working_dir: no working directory {body.working_dir} of yours "
-                "(upload it first: POST /v1/working_dirs)"
+                f"working_dir: {body.working_dir} is not a working directory you uploaded "
+                "(POST /v1/working_dirs first)"
             )
     if body.requirements is None:
         return Shipment()

@@ -25,7 +25,13 @@ def job_view(
     body = (
         {"config": job.spec["config"]}
         if job.kind == "train"
-        else {"command": job.spec["command"], "watch": job.spec.get("watch")}
+        else {
+            "command": job.spec["command"],
+            "watch": job.spec.get("watch"),
+            "working_dir": job.spec.get("working_dir"),  # its uploaded code (workdir.py)
+            "requirements": job.spec.get("requirements"),
+            "environment": job.spec.get("environment"),  # what they resolved to (jobenv.py)
+        }
     )
     return {
         "object": "job",

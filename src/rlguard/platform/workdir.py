@@ -45,6 +45,10 @@ class BadArchive(ValueError):
     """An upload that is not a working directory the platform takes (the reason names it)."""
 
 
+class ArchiveTooLarge(BadArchive):
+    """An upload over the operator's cap, unpacked."""
+
+
 @dataclass(frozen=True)
 class Archive:
     sha256: str
@@ -150,7 +154,7 @@ def check(source: BinaryIO, max_bytes: int) -> Archive:
                 files.add(name)
                 total += info.file_size
                 if total > max_bytes:
-                    raise BadArchive(f"over {max_bytes} bytes unpacked (the operator's cap)")
+                    raise ArchiveTooLarge(f"over {max_bytes} bytes unpacked (the operator's cap)")
             for info in infos:  # every CRC, and no member longer than it says
                 with archive.open(info) as member:
                     while member.read(CHUNK):
