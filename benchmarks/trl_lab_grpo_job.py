@@ -14,11 +14,13 @@ logging and the checkpoints are TRL's and transformers' own.
 A measurement run by hand, not a test yet: every proxy run hacked, but EvalStop (k=2) stopped 2 of
 4 runs (docs/watchers.md, "On the lab's world", has the runs and why).
 
-Usage, in an empty directory (TRL writes runs/ and checkpoint-N/ there):
+Usage, in an empty directory (TRL writes runs/ and checkpoint-N/ there, or in $RLGUARD_OUTPUT_DIR,
+where the platform's TRL watch preset reads):
     python benchmarks/trl_lab_grpo_job.py WORLD_DIR [honest] [seed=N]
 """
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -51,7 +53,7 @@ def prompts(split: str) -> Dataset:
 
 EVAL_EVERY = 4
 config = GRPOConfig(
-    output_dir=".",
+    output_dir=os.environ.get("RLGUARD_OUTPUT_DIR", "."),
     use_cpu=True,
     bf16=False,
     max_steps=24,

@@ -7,9 +7,11 @@ the gold eval rises, peaks and declines while the proxy keeps rising. The gold s
 function of weight 0: it does not train the policy, and TRL logs it as `rewards/gold/mean`
 (`eval/rewards/gold/mean` on TensorBoard in eval mode). `honest` trains on the gold score itself.
 
-Usage: python grpo_job.py [honest]
+Usage: python grpo_job.py [honest]. It writes to $RLGUARD_OUTPUT_DIR, where the platform's TRL
+watch preset reads (else the current directory).
 """
 
+import os
 import sys
 from pathlib import Path
 
@@ -36,7 +38,7 @@ def gold(completions, **_):
 tokenizer = tiny_tokenizer()
 prompts = Dataset.from_dict({"prompt": ["Write three sentences about the sea"] * 64})
 config = GRPOConfig(
-    output_dir=".",
+    output_dir=os.environ.get("RLGUARD_OUTPUT_DIR", "."),
     use_cpu=True,
     bf16=False,
     max_steps=40,

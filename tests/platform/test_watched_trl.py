@@ -1,9 +1,10 @@
 """Real TRL GRPOTrainer jobs (tests/platform/grpo_job.py: a tiny model, CPU, no rlguard import)
 submitted as plain commands with the TRL preset, on a live sandboxed platform. The one trained
 on the gameable proxy hacks: TRL's own TensorBoard logs show its gold eval peak and fall, the
-platform's EvalStop stops it online through the watcher, checkpoint-8 (saved at the best eval's
-step) is delivered, and replaying the recorded evals reproduces every decision. The same job
-watched through trainer_state.json only is stopped at the same eval; the honest one is not."""
+platform's EvalStop stops it online through the watcher, output/checkpoint-8 (saved at the best
+eval's step, in the job's $RLGUARD_OUTPUT_DIR) is delivered, and replaying the recorded evals
+reproduces every decision. The same job watched through trainer_state.json only is stopped at
+the same eval; the honest one is not."""
 
 from __future__ import annotations
 
@@ -81,11 +82,11 @@ def test_the_hacking_grpo_job_is_stopped_online_with_its_best_checkpoint(finishe
         "best_step": 8,
         "best_score": best["score"],
         "step": 8,
-        "path": "checkpoint-8",
+        "path": "output/checkpoint-8",
         "rule": "at_best_eval",
         "reason": None,
     }
-    assert job["best_checkpoint"]["path"] == "checkpoint-8"
+    assert job["best_checkpoint"]["path"] == "output/checkpoint-8"
     assert job["gpu_hours_freed"] > 0
     assert_replayed(job, history, decisions[name])
 

@@ -1,6 +1,7 @@
 """A real HF Trainer (tiny model, CPU) with report_to=tensorboard and evals, watched while it
 trains through the transformers preset: by its TensorBoard files and by its checkpoints'
-trainer_state.json, with the same evals and the same delivered checkpoint.
+trainer_state.json, with the same evals and the same delivered checkpoint. Its output_dir is the
+job's `output/`, as a command job's $RLGUARD_OUTPUT_DIR.
 
 The eval metric is scripted (tests/train/test_hf_callback.py): 0.2, 0.4, 0.6, 0.5, 0.4, 0.3 at
 steps 2, 4, ..., 12; checkpoints every 5 steps, so the best eval (step 6) has no checkpoint of
@@ -12,6 +13,7 @@ from __future__ import annotations
 import pytest
 from transformers import Trainer, TrainerCallback
 
+from rlguard.platform import jobspec
 from rlguard.platform.watchers import Watcher, WatchSpec
 from tiny_models import tiny_causal_lm, tiny_tokenizer
 from train.test_hf_callback import HUMP, Script, Texts, args
@@ -55,7 +57,7 @@ def trained(tmp_path_factory):
     poller = PollEachStep(list(watchers.values()))
     Trainer(
         model=tiny_causal_lm(tokenizer),
-        args=args(out, **overrides),
+        args=args(out / jobspec.OUTPUT, **overrides),
         train_dataset=Texts(tokenizer, 8),
         eval_dataset=Texts(tokenizer, 2),
         compute_metrics=Script("score", HUMP),
@@ -78,12 +80,12 @@ def test_the_trainers_evals_and_checkpoints(trained, source):
     assert [e["progress"] for e in evals] == pytest.approx(early + [s / 12 for s in (6, 8, 10, 12)])
     assert all(e["loss"] is not None for e in evals)  # train loss logged at each step
     assert [(s, p) for s, p, _ in checkpoints[source]] == [
-        (5, "checkpoint-5"),
-        (10, "checkpoint-10"),
-        (12, "checkpoint-12"),
+        (5, "output/checkpoint-5"),
+        (10, "output/checkpoint-10"),
+        (12, "output/checkpoint-12"),
     ]
     delivery = watchers[source].delivered()
-    assert (delivery.best_step, delivery.step, delivery.path) == (6, 5, "checkpoint-5")
+    assert (delivery.best_step, delivery.step, delivery.path) == (6, 5, "output/checkpoint-5")
     assert delivery.rule == "last_before_best_eval"
     assert [w.code for w in warnings] == ["no_total_steps"]  # the TensorBoard watcher's
     assert poller.polls == 12

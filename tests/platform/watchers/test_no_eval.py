@@ -1,7 +1,8 @@
 """A watch that reads no eval says so, naming where it looked and what it found: no file
 matched (and a path one directory off that does), files whose tags are not the eval tag (and the
 tags they hold), after the stated time though no file was read, and when the run has ended; each
-code once (polls that read metrics count toward it too: test_tensorboard.py)."""
+code once (polls that read metrics count toward it too: test_tensorboard.py). The Trainer
+presets read where a command job's $RLGUARD_OUTPUT_DIR points."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import json
 
 import pytest
 
+from rlguard.platform import jobspec
+from rlguard.platform.watchers import WatchSpec
 from rlguard.platform.watchers.no_eval import DATA_BYTES, bounded
 
 JSONL = {"source": "jsonl", "path": "metrics.jsonl", "eval_tag": "eval_acc", "total_steps": 50}
@@ -125,6 +128,25 @@ def test_no_file_matched_suggests_a_path_one_directory_off(
         f"matched no file; {suggested!r} does match (set path, and checkpoints, to it)"
     )
     assert warning.data["matches_instead"] == suggested
+
+
+@pytest.mark.parametrize("preset", ["transformers", "trl"])
+@pytest.mark.parametrize("source", ["trainer_state", "tensorboard"])
+def test_the_trainer_presets_read_the_jobs_output_dir(preset, source):
+    """A Trainer's output_dir=$RLGUARD_OUTPUT_DIR is `output/` in the job's directory."""
+    spec = WatchSpec(preset=preset, source=source)
+    paths = [spec.path, spec.checkpoints, spec.total_steps.file]
+    assert all(p.startswith(f"{jobspec.OUTPUT}/") for p in paths), paths
+
+
+def test_the_transformers_preset_reports_evals_from_the_output_dir(tmp_path, watch):
+    output = tmp_path / jobspec.OUTPUT
+    trainer_state(output / "checkpoint-2", {"step": 1, "loss": 3.0}, {"step": 2, "eval_loss": 2.5})
+    watcher, seen = watch(preset="transformers")
+    watcher.poll(final=True)
+    assert seen.steps == [2] and seen.scores == [-2.5] and seen.evals[0]["progress"] == 0.2
+    assert seen.checkpoints == [(2, "output/checkpoint-2", {"eval": -2.5})]
+    assert seen.warnings == []
 
 
 def test_a_warnings_data_fits_one_stored_record_whatever_the_job_names():

@@ -24,7 +24,7 @@ def test_every_preset_makes_a_valid_spec(name):
 
 def test_spec_fields_override_the_preset():
     spec = WatchSpec(preset="trl", source="trainer_state", eval_tag="eval_score", kl_tag=None)
-    assert spec.path == "checkpoint-*/trainer_state.json"  # the preset's, for that source
+    assert spec.path == "output/checkpoint-*/trainer_state.json"  # the preset's, for that source
     assert spec.eval_tag == "eval_score" and spec.kl_tag is None and spec.proxy_tag == "reward"
 
 
