@@ -29,7 +29,9 @@ class RecordingExecutor:
     def capacity(self) -> int:
         return self.gpus
 
-    def launch(self, run_id, argv, env, home, log_path, gpus, cpus, sandbox, watch, grace_s):  # type: ignore[no-untyped-def]
+    def launch(  # type: ignore[no-untyped-def]
+        self, run_id, argv, env, home, log_path, gpus, cpus, sandbox, watch, grace_s, python=None
+    ):
         self.env[env["RLGUARD_JOB_ID"]] = env
         return run_id
 
