@@ -17,6 +17,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from doc_blocks import blocks
 from live_platform import RLGUARD, LiveServer
 from wheels import wheel_index
 
@@ -38,6 +39,18 @@ print(f"python {sys.executable}")
 Path("out.txt").write_text("ran here")
 """
 REQUIREMENTS = "tinypkg==2.0\npackaging==1.0  # the platform's own is newer\n"
+GRPO_STAND_IN = """\
+import json, time
+import tinypkg
+
+for step, score in zip(range(10, 70, 10), (0.2, 0.3, 0.4, 0.45, 0.5, 0.55)):
+    with open("metrics.jsonl", "a") as f:
+        f.write(json.dumps({"step": step, "eval_score": score}) + "\\n")
+    time.sleep(0.3)
+"""
+DOC_WATCH = (
+    "source: jsonl\npath: metrics.jsonl\neval_tag: eval_score\ntotal_steps: 60\npoll_s: 0.2\n"
+)
 CAP_MB = 1
 
 
@@ -189,3 +202,25 @@ def test_bad_uploads_are_refused_and_store_nothing(served, tmp_path):
     done = _cli(server, key, "submit", "--command", "true", "--requirements", str(not_requirements))
     assert done.returncode == 2 and "requirements.txt: line 2" in done.stderr
     assert (sorted(stored.iterdir()) if stored.exists() else []) == before
+
+
+def test_the_watchers_doc_submit_block_runs_as_written(served, tmp_path):
+    """docs/watchers.md "On the platform": its command, in a directory holding what it names
+    (a stand-in for the TRL script that logs JSONL evals and imports its one requirement)."""
+    server, (_, key), _, _ = served
+    (block,) = [b for b in blocks("watchers.md") if b.lang == "bash" and b.by_hand is None]
+    (tmp_path / "train_grpo.py").write_text(GRPO_STAND_IN)
+    (tmp_path / "requirements.txt").write_text("tinypkg==1.0\n")
+    (tmp_path / "watch.yaml").write_text(DOC_WATCH)
+    path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
+    env = {**os.environ, "RLGUARD_URL": server.url, "RLGUARD_API_KEY": key, "PATH": path}
+    done = subprocess.run(
+        ["bash", "-c", block.text], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    client = server.client(key)
+    (job,) = [j for j in client.jobs(limit=100)["data"] if j["command"] == "python train_grpo.py"]
+    finished = client.wait(job["id"], timeout_s=240)
+    assert finished["status"] == "succeeded", _log(client, job["id"])
+    evals = [e for e in client.all_events(job["id"]) if e["type"] == "eval"]
+    assert [e["data"]["step"] for e in evals] == [10, 20, 30, 40, 50, 60]
