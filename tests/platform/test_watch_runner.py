@@ -152,5 +152,9 @@ def test_a_huge_trainer_state_costs_the_watch_process_in_its_cgroup(tmp_path, pl
     assert _peak_rss_mib() - before < 50
     assert in_cgroup == [watch.process.pid]
     assert WATCH_LIMITS.memory_bytes in limits
-    codes = [w["code"] for w in platform.sent("warnings")]
-    assert codes == ["file_too_large"]  # over the size a watch reads whole: warned once
+    warnings = platform.sent("warnings")
+    # over the size a watch reads whole: warned once; and so no eval by the run's end
+    assert [w["code"] for w in warnings] == ["file_too_large", "no_eval"]
+    assert warnings[1]["message"].endswith(
+        ": found checkpoint-1/trainer_state.json; no tags in them"
+    )

@@ -160,7 +160,7 @@ def test_a_tag_never_seen_is_warned_in_time_and_the_final_state_says_0_evals(pla
     assert yet["created_at"] - running["created_at"] < NO_EVAL_WARN_S + 2
     message = yet["data"]["message"]
     assert message.startswith("no eval for tag 'eval_acc' yet, after ")
-    assert ": read metrics.jsonl; tags seen: eval_score, reward, step, time" in message
+    assert ": found metrics.jsonl; tags seen: eval_score, reward, step, time" in message
     assert end["data"]["message"].startswith("no eval for tag 'eval_acc' by the run's end")
     assert final["data"]["reason"] == (
         "0 evals: its watch found no 'eval_acc' in jsonl '*.jsonl' "

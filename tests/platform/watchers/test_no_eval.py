@@ -61,7 +61,7 @@ def test_files_with_other_tags_are_named_with_their_tags(tmp_path, watch):
     watcher.poll()
     [warning] = seen.warnings
     assert warning.message.endswith(
-        f"jsonl '*.jsonl' under {tmp_path}: read a.jsonl, b.jsonl; tags seen: eval_accuracy, "
+        f"jsonl '*.jsonl' under {tmp_path}: found a.jsonl, b.jsonl; tags seen: eval_accuracy, "
         "step; did you mean eval_accuracy?"
     )
     assert warning.data["files"] == ["a.jsonl", "b.jsonl"]
@@ -79,8 +79,8 @@ def test_a_file_with_no_tags_and_a_regex_that_never_matched_are_said(tmp_path, w
     for watcher, seen in watchers:
         watcher.poll()
         messages += [w.message for w in seen.warnings]
-    assert messages[0].endswith(": read metrics.jsonl; no tags in them")
-    assert messages[1].endswith(": read train.log; no line matched regex 'acc=(\\\\S+)'")
+    assert messages[0].endswith(": found metrics.jsonl; no tags in them")
+    assert messages[1].endswith(": found train.log; no line matched regex 'acc=(\\\\S+)'")
 
 
 def test_the_runs_end_with_no_eval_is_warned_once_even_after_no_eval_yet(tmp_path, watch):

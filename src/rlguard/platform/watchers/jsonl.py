@@ -52,14 +52,14 @@ class JsonlReader:
         self.step_key, self.metrics_key = step_key, metrics_key
         self.tails: dict[Path, LineTail] = {}
         self.seen_tags: set[str] = set()
-        self.files_read: set[str] = set()  # job-relative: what a no-eval warning names
+        self.files_found: set[str] = set()  # job-relative: what a no-eval warning names
 
     def poll(self) -> list[Point]:
         for path in matches(self.job_dir, self.pattern):
             if path not in self.tails and path.is_file():
                 name = shown(self.job_dir, path)
                 self.tails[path] = LineTail(self.job_dir, path, name, self.warn)
-                self.files_read.add(name)
+                self.files_found.add(name)
         points: list[Point] = []
         for tail in self.tails.values():
             for line in tail.lines():

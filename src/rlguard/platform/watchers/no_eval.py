@@ -1,7 +1,7 @@
 """What a watch that has read no eval says: where it looked and what it found there.
 
 A wrong `path` and a wrong `eval_tag` look the same from the platform (no evals, no decisions),
-so the warning tells them apart: the files the watch read and the tags in them (with the closest
+so the warning tells them apart: the files the watch found and the tags in them (with the closest
 to the eval tag), or that it matched no file, where, and a path one directory off that does.
 `no_eval_yet` comes while the run goes on, `no_eval` when it has ended; each once per job (the
 platform drops a later attempt's).
@@ -41,8 +41,8 @@ def bounded(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def found(spec: WatchSpec, job_dir: Path, files: list[str], tags: list[str]) -> tuple[str, dict]:
-    """A sentence on what the watch read (`files`, job-relative, and the `tags` in them), and
-    the same as data."""
+    """A sentence on what the watch found (`files`, job-relative, and the `tags` read in them),
+    and the same as data."""
     data: dict[str, Any] = {"tag": spec.eval_tag, "source": spec.source, "path": spec.path}
     data |= {"job_dir": str(job_dir), "files": files, "files_count": len(files)}
     data |= {"seen": tags, "seen_count": len(tags)}
@@ -56,7 +56,7 @@ def found(spec: WatchSpec, job_dir: Path, files: list[str], tags: list[str]) -> 
             hint = f"; {alt!r} does match (set path, and checkpoints, to it)" if alt else ""
             what = "no event file" if spec.source == "tensorboard" else "no file"
             return f"{where} matched {what}{hint}", data
-        where += f": read {listed(files)}"
+        where += f": found {listed(files)}"
     if not tags:
         nothing = f"no line matched regex {spec.regex!r}" if spec.regex else "no tags in them"
         return f"{where}; {nothing}", data
@@ -72,7 +72,7 @@ def warning(
 ) -> WatchWarning:
     """`code`'s warning, from what `reader` (any of the source readers) has read so far."""
     said = "yet" if code == NO_EVAL_YET else "by the run's end"
-    files, tags = sorted(reader.files_read), sorted(reader.seen_tags)
+    files, tags = sorted(reader.files_found), sorted(reader.seen_tags)
     text, data = found(spec, job_dir, files, tags)
     message = (
         f"no eval for tag {spec.eval_tag!r} {said}, after {waited:.0f} s ({polls} polls): {text}"

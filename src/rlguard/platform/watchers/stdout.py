@@ -29,7 +29,7 @@ class RegexReader:
         self.tail = LineTail(job_dir, job_dir / path, path, warn)
         self.path, self.job_dir = job_dir / path, job_dir
         self.seen_tags: set[str] = set()
-        self.files_read: set[str] = set()  # what a no-eval warning names
+        self.files_found: set[str] = set()  # what a no-eval warning names
 
     def poll(self) -> list[Point]:
         if not self.path.exists() and self.tail.inode is None:
@@ -37,7 +37,7 @@ class RegexReader:
         points: list[Point] = []
         lines = self.tail.lines()
         if self.tail.inode is not None:
-            self.files_read.add(self.tail.name)
+            self.files_found.add(self.tail.name)
         for line in lines:
             found = self.pattern.search(line)
             if found is None:

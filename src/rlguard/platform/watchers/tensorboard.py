@@ -55,7 +55,7 @@ class TensorBoardReader:
         self.opened: dict[Path, BinaryIO] = {}
         self.gone: set[Path] = set()
         self.seen_tags: set[str] = set()
-        self.files_read: set[str] = set()  # job-relative: what a no-eval warning names
+        self.files_found: set[str] = set()  # job-relative: what a no-eval warning names
 
     def files(self) -> list[Path]:
         found = []
@@ -79,7 +79,7 @@ class TensorBoardReader:
                 # the loader reads the file this checked descriptor holds, never the path again
                 self.opened[path] = opened
                 self.loaders[path] = LegacyEventFileLoader(f"/proc/self/fd/{opened.fileno()}")
-                self.files_read.add(shown(self.job_dir, path))
+                self.files_found.add(shown(self.job_dir, path))
         for path, loader in self.loaders.items():
             name = shown(self.job_dir, path)
             if not path.exists():

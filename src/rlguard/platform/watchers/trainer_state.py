@@ -36,7 +36,7 @@ class TrainerStateReader:
         self.version: tuple[Path, int, int] | None = None
         self.last_step = -1
         self.seen_tags: set[str] = set()
-        self.files_read: set[str] = set()  # job-relative: what a no-eval warning names
+        self.files_found: set[str] = set()  # job-relative: what a no-eval warning names
         self.too_large: set[Path] = set()
 
     def newest(self) -> Path | None:
@@ -46,7 +46,11 @@ class TrainerStateReader:
                 found.append((_order(path), path))
             except FileNotFoundError:  # rotated away between the glob and the stat
                 continue
-        return max(found)[1] if found else None
+        if not found:
+            return None
+        newest = max(found)[1]
+        self.files_found.add(shown(self.job_dir, newest))
+        return newest
 
     def poll(self) -> list[Point]:
         path = self.newest()
@@ -69,7 +73,6 @@ class TrainerStateReader:
         self.version = version
         history = state.get("log_history") if isinstance(state, dict) else None
         name = shown(self.job_dir, path)
-        self.files_read.add(name)
         if not isinstance(history, list):
             message = f"{name} has no log_history list"
             self.warn(WatchWarning("bad_line", message, {"file": name}))
