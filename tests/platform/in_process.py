@@ -4,16 +4,20 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import uvicorn
 
 from rlguard.cluster.registry import RuleParams, build_policy
 from rlguard.platform.jobview import Defaults, JobViews
 from rlguard.platform.rules import StopRules
 from rlguard.platform.service import Platform
 from rlguard.platform.store import Store
+from rlguard.ports import unused_port
 
 
 @dataclass
@@ -60,3 +64,20 @@ def in_process_platform(data_dir: Path) -> Iterator[Platform]:
         yield Platform(store, RecordingExecutor(), rules, data_dir, "http://127.0.0.1:1", views)  # type: ignore[arg-type]
     finally:
         store.close()
+
+
+@contextmanager
+def http_server(app) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    """The app on loopback (uvicorn in a thread): what a real HTTP client needs (a job's
+    standard-library client, the `openai` SDK)."""
+    port = unused_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        thread.join(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)

@@ -7,7 +7,6 @@ another tenant's job reports on as if nothing happened."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -15,9 +14,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 from fastapi.testclient import TestClient
-from in_process import in_process_platform
+from in_process import http_server, in_process_platform
 from sqlalchemy import func, select, update
 
 from rlguard.platform.api import create_app
@@ -40,7 +38,6 @@ from rlguard.platform.service import Platform
 from rlguard.platform.step_reports import StepReports
 from rlguard.platform.tenants import create_tenant
 from rlguard.platform.watch_reports import WatchReports
-from rlguard.ports import unused_port
 
 MiB = 1 << 20
 UNHURRIED = WriteLimits(store_mb=1, reports_per_s=1e6, burst=1_000_000)
@@ -310,22 +307,6 @@ def test_another_tenants_job_reports_on_while_one_is_refused(tmp_path):
             pass
         assert setup.post("beta", "evals", {**eval_, "step": 2}).status_code == 200
         assert setup.job("beta")["store_bytes"] > 0
-
-
-@contextmanager
-def http_server(app) -> Iterator[str]:  # type: ignore[no-untyped-def]
-    """The app on loopback (uvicorn in a thread): what the job's standard-library client needs."""
-    port = unused_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        thread.join(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
 
 
 def test_a_flood_is_answered_429_and_the_jobs_client_waits_it_out(tmp_path):

@@ -94,6 +94,9 @@ def serve(
     env_cache_mb: Annotated[
         int, typer.Option(min=1, help="MiB of jobs' environments each node keeps (LRU)")
     ] = 20_480,
+    max_file_mb: Annotated[
+        int, typer.Option(min=1, help="MiB a fine-tuning file may hold (POST /v1/files)")
+    ] = 512,
 ) -> None:
     """Run the platform: HTTP API, scheduler and Ray executor (Ctrl-C stops it gracefully)."""
     from rlguard.cluster.registry import BASES, RuleParams
@@ -110,7 +113,7 @@ def serve(
     from rlguard.platform.jobenv import PackageIndex, Software
 
     index = PackageIndex(package_index, tuple(find_links or ()))
-    software = Software(max_working_dir_mb, index, job_env_base, env_cache_mb)
+    software = Software(max_working_dir_mb, index, job_env_base, env_cache_mb, max_file_mb)
     from rlguard.platform.artifacts import ArtifactStore, default_uri
 
     ArtifactStore(storage or default_uri(data_dir)).check()  # one line and exit 2 if not

@@ -177,16 +177,20 @@ def create_app(platform: Platform, ingest: EvalIngest, deposits: Deposits) -> Fa
     from rlguard.platform.api_workdirs import PATH as WORKDIRS
     from rlguard.platform.api_workdirs import router as workdir_routes
     from rlguard.platform.api_workdirs import upload_limit
+    from rlguard.platform.finetune.files import PATH as FILES
+    from rlguard.platform.finetune.files import router as file_routes
 
     app = FastAPI(title="rlguard platform", version="1", docs_url=None, redoc_url=None)
     app.state.platform, app.state.deposits = platform, deposits
     app.include_router(artifact_routes)
     app.include_router(workdir_routes)
+    app.include_router(file_routes)
     writes = ingest.reports.writes  # every job's report rate and allowance (job_writes.py)
     reports = WatchReports(platform, writes)  # watchers' warnings and deliveries
     steps = StepReports(platform, writes)  # jobs' step timings
     cap = upload_limit(platform.software.working_dir_bytes)
-    app.add_middleware(BodyLimit, routes={WORKDIRS: cap})
+    files_cap = upload_limit(platform.software.file_mb << 20)  # with the form's own bytes
+    app.add_middleware(BodyLimit, routes={WORKDIRS: cap, FILES: files_cap})
     app.add_exception_handler(ApiError, on_api_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)

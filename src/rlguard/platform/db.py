@@ -165,6 +165,23 @@ class DecisionRecord(Base):
     created_at: Mapped[float] = mapped_column(Float)
 
 
+class File(Base):
+    """A tenant's fine-tuning file (OpenAI's `/v1/files`): its bytes are in the artifact store
+    at `store_key`; `shapes` counts its examples of each kind (finetune/examples.py)."""
+
+    __tablename__ = "files"
+    __table_args__ = (Index("ix_files_tenant_created", "tenant_id", "created_at"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id"))
+    filename: Mapped[str] = mapped_column(String(255))
+    purpose: Mapped[str] = mapped_column(String(40))
+    bytes: Mapped[int] = mapped_column(BigInteger)
+    shapes: Mapped[dict[str, Any]] = mapped_column()
+    store_key: Mapped[str] = mapped_column(String(400))
+    created_at: Mapped[float] = mapped_column(Float)
+
+
 def json_bytes(value: Any) -> int:
     """The bytes of `value` as a JSON column holds it (SQLAlchemy's `json.dumps` defaults)."""
     return len(json.dumps(value))

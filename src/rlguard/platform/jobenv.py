@@ -173,12 +173,14 @@ def resolve(requirements: list[str], base: str, index: PackageIndex) -> Environm
 @dataclass(frozen=True)
 class Software:
     """The operator's terms for what tenants ship: a working directory's cap (packed and
-    unpacked), where packages come from, the base under them, and each node's cache size."""
+    unpacked), where packages come from, the base under them, each node's cache size, and a
+    fine-tuning file's cap (OpenAI's is 512 MB)."""
 
     working_dir_mb: int = 256
     index: PackageIndex = field(default_factory=PackageIndex)
     base: str = "rlguard"
     cache_mb: int = 20_480
+    file_mb: int = 512
 
     def __post_init__(self) -> None:
         if self.base not in BASES:
