@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 
 from rlguard.cluster.engine import Engine
-from rlguard.cluster.registry import BASES, RULES, RuleParams, build_policy
+from rlguard.cluster.registry import BASES, RuleParams, build_policy
 from rlguard.cluster.scenario import ScenarioConfig
 from rlguard.cluster.scheduler import Scheduler
 from rlguard.cluster.stopping.evalstop import EvalStop
 from rlguard.cluster.workload import paper_workload
 from rlguard.platform.fairshare import admit
-from rlguard.platform.rules import StopRules
+from rlguard.platform.rules import StopRules, platform_rule
 
 
 @pytest.mark.parametrize("policy", sorted(BASES))
@@ -25,7 +25,7 @@ def test_platform_scheduler_is_the_simulators(policy):
     workload = paper_workload(ScenarioConfig(gpus=16, n_jobs=60), seed=3)
     live = Engine(workload, rules.scheduler, gpus=16).run()
     simulated = Engine(
-        workload, Scheduler(BASES[policy](), RULES["evalstop"](RuleParams(k=2))), gpus=16
+        workload, Scheduler(BASES[policy](), platform_rule("evalstop", RuleParams(k=2))), gpus=16
     ).run()
     assert np.array_equal(live.finish_s, simulated.finish_s)
     assert live.stop_reasons == simulated.stop_reasons

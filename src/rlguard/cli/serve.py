@@ -27,6 +27,9 @@ def serve(
     k: Annotated[int, typer.Option(help="EvalStop: consecutive declines")] = 3,
     min_delta: Annotated[float, typer.Option(help="EvalStop: smallest counted decline")] = 0.01,
     warmup: Annotated[int, typer.Option(help="EvalStop: evals before counting")] = 2,
+    stop_kinds: Annotated[
+        str, typer.Option(help="job kinds the stop rule judges: all, or e.g. sft,rlhf")
+    ] = "all",
     gpus: Annotated[int, typer.Option(help="GPUs of a local Ray (virtual on a CPU)")] = 2,
     host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535)] = 8321,
@@ -108,6 +111,9 @@ def serve(
     if gpus < 1:
         raise InputError(f"option --gpus: must be >= 1 (got {gpus})")
     params = validated(RuleParams, k=k, min_delta=min_delta, warmup=warmup)
+    from rlguard.platform.rules import parse_kinds
+
+    kinds = parse_kinds(stop_kinds)
     mounts = [parse_mount(m) for m in mount or []]
     check_mounts(mounts, data_dir)
     from rlguard.platform.jobenv import PackageIndex, Software
@@ -141,6 +147,7 @@ def serve(
         policy_args=args,
         stop_rule=stop_rule,
         rule_params=params,
+        stop_kinds=kinds,
         gpus=gpus,
         host=host,
         port=port,

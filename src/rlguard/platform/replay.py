@@ -16,7 +16,8 @@ from typing import Any
 
 from rlguard.cluster.curves import MeasuredCurve
 from rlguard.cluster.events import EvalEvent
-from rlguard.cluster.registry import RULES, RuleParams
+from rlguard.cluster.registry import RuleParams
+from rlguard.platform.rules import judge, platform_rule
 
 
 def job_curve(job: dict[str, Any], events: Iterable[dict[str, Any]]) -> MeasuredCurve | None:
@@ -43,19 +44,19 @@ def job_curve(job: dict[str, Any], events: Iterable[dict[str, Any]]) -> Measured
 
 
 def replay_decisions(
-    job: dict[str, Any], events: Iterable[dict[str, Any]]
+    job: dict[str, Any], events: Iterable[dict[str, Any]], kinds: frozenset[str] | None = None
 ) -> dict[int, tuple[bool, str]]:
     """What a fresh rule of the job's stop policy decides at each of its eval events (the API's
-    job and event objects), by event seq: the platform's own decisions must equal these."""
+    job and event objects), by event seq, on a platform judging `kinds` (None: every kind): the
+    platform's own decisions must equal these."""
     policy = job["stop_policy"]
     knobs = {k: v for k, v in policy.items() if k in RuleParams.model_fields}
-    rule = RULES[policy["rule"]](RuleParams(**knobs))
-    if rule is None:
-        return {}
+    rule = platform_rule(policy["rule"], RuleParams(**knobs))
     decided = {}
     for event in (e for e in events if e["type"] == "eval"):
         data = event["data"]
-        decision = rule.observe(
+        decision = judge(
+            rule,
             EvalEvent(
                 job_id=job["id"],
                 kind=job["job_kind"],
@@ -64,7 +65,8 @@ def replay_decisions(
                 score=data["score"],
                 loss=math.nan if data["loss"] is None else data["loss"],
                 proxy=data["proxy"],
-            )
+            ),
+            kinds,
         )
         decided[event["seq"]] = (decision.stop, decision.reason)
     return decided

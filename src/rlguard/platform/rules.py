@@ -3,22 +3,76 @@
 Every (rule, params) pair the jobs ask for is one `Scheduler(policy, rule)` sharing the platform's
 policy object: the same classes the simulator runs, unchanged. Rules keep state per job and never
 across jobs, so one rule object serves every job that names the same parameters.
+
+The simulator's rules watch RLHF jobs only (the jobs that hack there). On the platform they judge
+every kind that reports evals (sft, dpo, reward, rlhf, or a command job's own kind) with the same
+knobs: a score is higher-is-better whatever the kind (a watcher's `mode: min` reports a loss
+negated), so a decline means the same thing for an SFT job's eval loss as for an RLHF job's
+reward. `rlguard serve --stop-kinds` narrows that. Every decision says why: one that did not
+judge (a kind left alone, the rule `none`, a warm-up) says so, and a judged continue says what the
+rule saw (`StopRule.explain`).
 """
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 
-from rlguard.cluster.events import EvalEvent
+from rlguard.cluster.events import Decision, EvalEvent
 from rlguard.cluster.policies.base import Policy
 from rlguard.cluster.registry import RULES, RuleParams
 from rlguard.cluster.scheduler import Scheduler
+from rlguard.cluster.stopping.base import StopRule
 from rlguard.errors import InputError
 from rlguard.platform.keys import new_id
+
+KIND = re.compile(r"^[a-z][a-z0-9_-]{0,19}$")  # a job's kind, as the API takes it
+
+
+class EveryKind:
+    """A platform rule's `job_kinds`: every kind (`--stop-kinds` is checked by `judge`, which
+    says so in the decision, rather than by the rule's silent filter)."""
+
+    def __contains__(self, kind: object) -> bool:
+        return True
+
+
+def platform_rule(name: str, params: RuleParams) -> StopRule | None:
+    """A registry rule as the platform runs it: on every kind of job."""
+    rule = RULES[name](params)
+    if rule is not None:
+        rule.job_kinds = EveryKind()  # type: ignore[assignment]
+    return rule
+
+
+def judge(rule: StopRule | None, event: EvalEvent, kinds: frozenset[str] | None) -> Decision:
+    """A rule's decision on one eval, with a reason always: `kinds` None judges every kind."""
+    if rule is None:
+        return Decision(False, "not judged: the job's stop rule is none")
+    if kinds is not None and event.kind not in kinds:
+        watched = ", ".join(sorted(kinds))
+        return Decision(
+            False, f"not judged: kind {event.kind!r} is not in --stop-kinds ({watched})"
+        )
+    decision = rule.observe(event)
+    return decision if decision.reason else Decision(decision.stop, rule.explain(event.job_id))
+
+
+def parse_kinds(raw: str) -> frozenset[str] | None:
+    """`--stop-kinds`: `all` (None), or a comma list of kinds (InputError naming a bad one)."""
+    if raw.strip() == "all":
+        return None
+    kinds = [k.strip() for k in raw.split(",") if k.strip()]
+    for kind in kinds:
+        if not KIND.match(kind):
+            raise InputError(f"option --stop-kinds: {kind!r} is not a job kind (e.g. sft,rlhf)")
+    if not kinds:
+        raise InputError("option --stop-kinds: name at least one kind, or all")
+    return frozenset(kinds)
 
 
 @dataclass(frozen=True)
@@ -34,10 +88,12 @@ class JobRule:
 
 
 class StopRules:
-    def __init__(self, policy: Policy, rule: str, params: RuleParams) -> None:
+    def __init__(
+        self, policy: Policy, rule: str, params: RuleParams, kinds: frozenset[str] | None = None
+    ) -> None:
         if rule not in RULES:
             raise InputError(f"option --stop-rule: unknown rule {rule!r} ({', '.join(RULES)})")
-        self.policy = policy
+        self.policy, self.kinds = policy, kinds  # kinds None: every kind is judged
         self.default = JobRule(rule, params, shadow=False)
         self._schedulers: dict[tuple[str, RuleParams], Scheduler] = {}
         self.scheduler = self.for_rule(self.default)
@@ -65,11 +121,12 @@ class StopRules:
     def for_rule(self, job_rule: JobRule) -> Scheduler:
         key = (job_rule.rule, job_rule.params)
         if key not in self._schedulers:
-            self._schedulers[key] = Scheduler(self.policy, RULES[job_rule.rule](job_rule.params))
+            rule = platform_rule(job_rule.rule, job_rule.params)
+            self._schedulers[key] = Scheduler(self.policy, rule)
         return self._schedulers[key]
 
-    def observe(self, job_rule: JobRule, event: EvalEvent):  # type: ignore[no-untyped-def]
-        return self.for_rule(job_rule).observe(event)
+    def observe(self, job_rule: JobRule, event: EvalEvent) -> Decision:
+        return judge(self.for_rule(job_rule).stop_rule, event, self.kinds)
 
     def job_ended(self, job_id: str) -> None:
         for scheduler in self._schedulers.values():

@@ -53,6 +53,7 @@ class ServeConfig:
     policy_args: dict[str, Any] = field(default_factory=dict)
     stop_rule: str = "evalstop"
     rule_params: RuleParams = field(default_factory=RuleParams)
+    stop_kinds: frozenset[str] | None = None  # the job kinds stop rules judge (None: all)
     gpus: int = 2
     host: str = "127.0.0.1"
     port: int = 8321
@@ -79,7 +80,7 @@ def start_platform(cfg: ServeConfig) -> tuple[Platform, SchedulerLoop, EvalInges
     """Everything but the HTTP server: what tests and the demo also start in-process."""
     artifacts = ArtifactStore(cfg.storage_uri)  # `rlguard serve` checked that it can use it
     policy = build_policy(cfg.policy, cfg.policy_args)
-    rules = StopRules(policy, cfg.stop_rule, cfg.rule_params)
+    rules = StopRules(policy, cfg.stop_rule, cfg.rule_params, cfg.stop_kinds)
     cfg.data_dir.mkdir(parents=True, exist_ok=True)
     if not cfg.single_tenant:
         cfg.data_dir.chmod(0o700)  # the store, other jobs' files and Ray's token: root's alone

@@ -36,6 +36,12 @@ class StopRule(ABC):
             return Decision(False, AT_LAST_EVAL + decision.reason)
         return decision
 
+    def explain(self, job_id: str) -> str:
+        """Why the last eval of `job_id` was not a stop, in words (the live platform records it
+        with a decision that has no reason of its own; the simulator never asks, so its hot path
+        builds no strings). Rules with state worth naming override it."""
+        return f"continue: {self.name} found no reason to stop"
+
     def forget(self, job_id: str) -> None:
         """Drop a finished job's state (keeps memory flat over long simulations)."""
         self._state.pop(job_id, None)

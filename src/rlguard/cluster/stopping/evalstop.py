@@ -53,3 +53,11 @@ class EvalStop(StopRule):
         if state.declines >= self.k:
             return Decision(True, f"{self.k} consecutive eval declines")
         return CONTINUE
+
+    def explain(self, job_id: str) -> str:
+        state = self._state.get(job_id)
+        if state is None:
+            return super().explain(job_id)
+        if state.seen <= self.warmup:
+            return f"not judged: warm-up, eval {state.seen} of {self.warmup}"
+        return f"continue: {state.declines} consecutive declines of k={self.k}"

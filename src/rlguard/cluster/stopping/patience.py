@@ -83,6 +83,14 @@ class Patience(StopRule):
             return Decision(True, f"no improvement in {self.patience} evals")
         return CONTINUE
 
+    def explain(self, job_id: str) -> str:
+        state = self._state.get(job_id)
+        if state is None:
+            return super().explain(job_id)
+        if state.seen <= self.warmup:
+            return f"not judged: warm-up, eval {state.seen} of {self.warmup}"
+        return f"continue: {state.wait} evals without a new best of patience={self.patience}"
+
 
 class EmaPatience(Patience):
     name = "ema-patience"
