@@ -12,7 +12,9 @@ from rlguard.cli.options import names, validated
 from rlguard.cli.options import policy_args as parse_policy_args
 from rlguard.errors import InputError
 
-DataDir = Annotated[Path, typer.Option(help="the platform's data directory")]
+DataDir = Annotated[
+    Path, typer.Option(help="the platform's data directory", envvar="RLGUARD_DATA_DIR")
+]
 Db = Annotated[str | None, typer.Option(help="store URL [default: SQLite in --data-dir]")]
 
 

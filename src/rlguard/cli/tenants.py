@@ -1,5 +1,6 @@
 """`rlguard tenants ...`: the platform's tenants, made in its store by the operator (on the server
-host). On argparse (cli/argparsing.py): `rlguard tenants --help` imports nothing of the store."""
+host), the store found as the server finds it (servers.py). On argparse (cli/argparsing.py):
+`rlguard tenants --help` imports nothing of the store."""
 
 from __future__ import annotations
 
@@ -17,7 +18,11 @@ group = Group("tenants", "Tenants of the platform (operator).")
     Opt("--weight", "its fair-share weight", number, 1.0),
     Flag("--admin", "the key also gets the admin scope"),
     Opt("--db", "store URL [default: SQLite in --data-dir]"),
-    Opt("--data-dir", "the platform's data directory", Path, Path("runs/platform")),
+    Opt(
+        "--data-dir",
+        "the platform's data directory [default: $RLGUARD_DATA_DIR or runs/platform]",
+        Path,
+    ),
     json_flag("print one JSON object"),
 )
 def create(
@@ -26,14 +31,15 @@ def create(
     weight: float,
     admin: bool,
     db: str | None,
-    data_dir: Path,
+    data_dir: Path | None,
     json_out: bool,
 ) -> None:
     """Create a tenant in the store and print its API key (shown this once)."""
-    from rlguard.platform.store import Store, default_url
+    from rlguard.platform.servers import operator_store
+    from rlguard.platform.store import Store
     from rlguard.platform.tenants import create_tenant
 
-    store = Store(db or default_url(data_dir))
+    store = Store(operator_store(db, data_dir))
     try:
         tenant_id, key = create_tenant(store, name, quota_gpus, weight, admin)
     finally:

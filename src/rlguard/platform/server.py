@@ -36,6 +36,7 @@ from rlguard.platform.ray_head import local_head, stop_local_head, temp_dir
 from rlguard.platform.recovery import recover
 from rlguard.platform.reports import Reports
 from rlguard.platform.rules import StopRules
+from rlguard.platform.servers import recorded
 from rlguard.platform.service import Platform
 from rlguard.platform.store import Store, default_url
 from rlguard.platform.uploader import UploadLimits
@@ -154,6 +155,7 @@ def serve(cfg: ServeConfig) -> None:
         cfg.storage_uri,
     )
     try:
-        server.run()
+        with recorded(cfg.port, cfg.data_dir, platform.store.url):
+            server.run()
     finally:
         stop_platform(platform, loop, ingest, cfg)
