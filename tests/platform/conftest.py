@@ -16,7 +16,18 @@ from live_platform import LiveServer, new_database, postgres_bin
 from ray_cluster import RayCluster, running_cluster
 from s3_server import S3Server
 
+from rlguard.platform.volume import unmount
 from rlguard.ports import unused_port
+
+
+@pytest.fixture(autouse=True)
+def _volumes_unmounted(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A job's volume stays mounted after its run until its job is deleted (volume.py); tests
+    that run jobs without a server to delete them leave theirs under their own tmp_path, which
+    is unmounted here, so a session does not pile up loop devices."""
+    yield
+    if "tmp_path" in request.fixturenames:
+        unmount(request.getfixturevalue("tmp_path"))
 
 
 @pytest.fixture

@@ -31,6 +31,7 @@ from sqlalchemy import text
 
 from rlguard.platform.artifacts import ArtifactStore
 from rlguard.platform.download import download_checkpoint
+from rlguard.platform.volume import unmount
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -80,10 +81,13 @@ def toy(tmp_path_factory):
 def cluster(tmp_path_factory):
     """One cluster for the module: two workers, each keeping jobs' directories under a root of
     its own."""
+    roots = [tmp_path_factory.mktemp(f"{name}-jobs") for name in ("w1", "w2")]
     with pytest.MonkeyPatch.context() as env, running_cluster(env, FAST_HEALTH_CHECKS) as cluster:
-        for name in ("w1", "w2"):
-            cluster.add_worker(name, jobs_root=tmp_path_factory.mktemp(f"{name}-jobs"))
+        for name, root in zip(("w1", "w2"), roots, strict=True):
+            cluster.add_worker(name, jobs_root=root)
         yield cluster
+    for root in roots:  # the jobs' volumes (volume.py) its tests did not delete
+        unmount(root)
 
 
 def _server(live_server, cluster, *args: str):
