@@ -25,9 +25,11 @@ def _volumes_unmounted(request: pytest.FixtureRequest) -> Iterator[None]:
     """A job's volume stays mounted after its run until its job is deleted (volume.py); tests
     that run jobs without a server to delete them leave theirs under their own tmp_path, which
     is unmounted here, so a session does not pile up loop devices."""
+    # Asked for before the test runs, so tmp_path is torn down after this fixture, not before.
+    path = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
     yield
-    if "tmp_path" in request.fixturenames:
-        unmount(request.getfixturevalue("tmp_path"))
+    if path is not None:
+        unmount(path)
 
 
 @pytest.fixture
