@@ -48,7 +48,7 @@ def error_body(
     )
 
 
-def _shown(value: Any) -> str:
+def shown(value: Any) -> str:
     text = json.dumps(value, default=str)
     return text if len(text) <= 80 else text[:77] + "..."
 
@@ -67,7 +67,7 @@ async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:
     if err["type"] == "json_invalid":
         return error_body(400, f"the request body is not valid JSON ({err['msg']})", "invalid_json")
     message = err["msg"].removeprefix("Value error, ")
-    got = "" if err["type"] == "missing" else f" (got {_shown(err.get('input'))})"
+    got = "" if err["type"] == "missing" else f" (got {shown(err.get('input'))})"
     return error_body(422, f"{param}: {message}{got}", "invalid_value", param)
 
 

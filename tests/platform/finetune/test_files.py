@@ -6,22 +6,11 @@ tenant's file answers exactly as a missing one."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import openai
 import pytest
-from in_process import http_server, in_process_platform
-
-from rlguard.platform.api import create_app
-from rlguard.platform.artifacts import ArtifactStore
-from rlguard.platform.deposits import Deposits
-from rlguard.platform.ingest import EvalIngest
-from rlguard.platform.job_writes import JobWrites
-from rlguard.platform.jobenv import Software
-from rlguard.platform.reports import Reports
-from rlguard.platform.tenants import create_tenant
+from sdk_server import served
 
 CHAT = {"messages": [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"}]}
 PREFERENCE = {
@@ -33,19 +22,6 @@ PREFERENCE = {
 
 def jsonl(*records: dict) -> bytes:
     return "".join(json.dumps(r) + "\n" for r in records).encode()
-
-
-@contextmanager
-def served(tmp_path: Path, file_mb: int = 512) -> Iterator[tuple[openai.OpenAI, openai.OpenAI]]:
-    """Two tenants' SDK clients against one in-process platform served on loopback."""
-    with in_process_platform(tmp_path) as platform:
-        platform.software = Software(file_mb=file_mb)
-        ingest = EvalIngest(Reports(platform, JobWrites()))
-        deposits = Deposits(platform, ArtifactStore(str(tmp_path / "artifacts")))
-        keys = [create_tenant(platform.store, name, 1)[1] for name in ("acme", "beta")]
-        with http_server(create_app(platform, ingest, deposits)) as url:
-            a, b = (openai.OpenAI(base_url=f"{url}/v1", api_key=k, max_retries=0) for k in keys)
-            yield a, b
 
 
 def stored(tmp_path: Path) -> list[Path]:

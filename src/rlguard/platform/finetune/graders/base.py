@@ -1,0 +1,37 @@
+"""What every grader shares: its name, the Grade it returns, and GraderError, the one way a
+grader says a request is wrong (a 4xx naming the field) or the server cannot grade (503)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class GraderError(ValueError):
+    """`param`: the request field at fault (`grader.graders.exact.input`)."""
+
+    def __init__(self, message: str, param: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.message, self.param, self.status = message, param, status
+
+
+@dataclass(frozen=True)
+class Grade:
+    reward: float
+    sub_rewards: dict[str, float] = field(default_factory=dict)  # a multigrader's, by name
+
+
+class Grader(BaseModel):
+    """Fields OpenAI's API does not define (an eval's `pass_threshold`) are ignored, as a grader
+    copied from an eval still grades."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    name: str
+
+    def grade(self, sample: dict[str, Any], item: Any, at: str = "grader") -> Grade:
+        """The reward for one model sample (templates.sample_of) and its dataset item; `at` is
+        where this grader sits in the request, for errors."""
+        raise NotImplementedError

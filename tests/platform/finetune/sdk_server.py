@@ -1,0 +1,33 @@
+"""The platform in process, served on loopback, with the official `openai` SDK as its client:
+how the tests of OpenAI's surface talk to it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import openai
+from in_process import http_server, in_process_platform
+
+from rlguard.platform.api import create_app
+from rlguard.platform.artifacts import ArtifactStore
+from rlguard.platform.deposits import Deposits
+from rlguard.platform.ingest import EvalIngest
+from rlguard.platform.job_writes import JobWrites
+from rlguard.platform.jobenv import Software
+from rlguard.platform.reports import Reports
+from rlguard.platform.tenants import create_tenant
+
+
+@contextmanager
+def served(tmp_path: Path, file_mb: int = 512) -> Iterator[tuple[openai.OpenAI, openai.OpenAI]]:
+    """Two tenants' SDK clients against one in-process platform served on loopback."""
+    with in_process_platform(tmp_path) as platform:
+        platform.software = Software(file_mb=file_mb)
+        ingest = EvalIngest(Reports(platform, JobWrites()))
+        deposits = Deposits(platform, ArtifactStore(str(tmp_path / "artifacts")))
+        keys = [create_tenant(platform.store, name, 1)[1] for name in ("acme", "beta")]
+        with http_server(create_app(platform, ingest, deposits)) as url:
+            a, b = (openai.OpenAI(base_url=f"{url}/v1", api_key=k, max_retries=0) for k in keys)
+            yield a, b

@@ -1,0 +1,95 @@
+"""OpenAI's grader endpoints through the official `openai` SDK against the app on loopback:
+validate and run parse into the SDK's own types for every grader type; bad input is a 4xx in
+OpenAI's error shape naming the field."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import openai
+import pytest
+from openai.types.fine_tuning.alpha import GraderRunResponse, GraderValidateResponse
+from sdk_server import served
+
+STRING_CHECK = {
+    "type": "string_check",
+    "name": "exact",
+    "input": "{{sample.output_text}}",
+    "reference": "{{item.answer}}",
+    "operation": "eq",
+}
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[openai.OpenAI]:
+    with served(tmp_path_factory.mktemp("graders")) as (client, _):
+        yield client
+
+
+def run(client: openai.OpenAI, grader: dict[str, Any], sample: str, item: Any) -> GraderRunResponse:
+    return client.fine_tuning.alpha.graders.run(grader=grader, model_sample=sample, item=item)
+
+
+@pytest.mark.parametrize(
+    ("grader", "sample", "item", "reward"),
+    [
+        (STRING_CHECK, "4", {"answer": "4"}, 1.0),
+        (STRING_CHECK, "5", {"answer": "4"}, 0.0),
+    ],
+    ids=["string_check-pass", "string_check-fail"],
+)
+def test_validate_and_run_round_trip_through_the_sdk(
+    client: openai.OpenAI, grader: dict[str, Any], sample: str, item: Any, reward: float
+) -> None:
+    checked = client.fine_tuning.alpha.graders.validate(grader=grader)
+    assert isinstance(checked, GraderValidateResponse)
+    assert checked.grader is not None and checked.grader.to_dict() == grader
+    got = run(client, grader, sample, item)
+    assert isinstance(got, GraderRunResponse)
+    assert got.reward == pytest.approx(reward)
+    assert (got.metadata.name, got.metadata.type) == (grader["name"], grader["type"])
+    assert not any(v for v in got.metadata.errors.to_dict().values())
+    assert got.metadata.execution_time >= 0
+
+
+@pytest.mark.parametrize(
+    ("grader", "item", "param", "said"),
+    [
+        ({**STRING_CHECK, "type": "regex"}, {}, "grader.type", "unknown grader type"),
+        ({**STRING_CHECK, "operation": "glob"}, {}, "grader.operation", '(got "glob")'),
+        (
+            {k: v for k, v in STRING_CHECK.items() if k != "reference"},
+            {},
+            "grader.reference",
+            "Field required",
+        ),
+        (
+            STRING_CHECK,
+            {"reply": "4"},
+            "grader.reference",
+            "template {{item.answer}} names item.answer",
+        ),
+        (
+            {**STRING_CHECK, "input": "{{output.text}}"},
+            {},
+            "grader.input",
+            "must start with 'item.'",
+        ),
+    ],
+    ids=[
+        "unknown type",
+        "unknown operation",
+        "missing field",
+        "missing template field",
+        "bad namespace",
+    ],
+)
+def test_bad_input_is_a_400_naming_the_field(
+    client: openai.OpenAI, grader: dict[str, Any], item: Any, param: str, said: str
+) -> None:
+    with pytest.raises(openai.BadRequestError) as refused:
+        run(client, grader, "4", item)
+    body = refused.value.body
+    assert isinstance(body, dict) and body["param"] == param and said in body["message"]
+    assert body["type"] == "invalid_request_error"
