@@ -41,6 +41,12 @@ def serve(
         list[str] | None,
         typer.Option(help="[TENANT/]NAME=PATH:ro, read-only in jobs' view (repeatable)"),
     ] = None,
+    model: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="NAME=PATH: a Hugging Face model fine-tuning jobs start from (repeatable)"
+        ),
+    ] = None,
     single_tenant: Annotated[
         bool, typer.Option(help="run jobs unsandboxed, as the server's user (one trust domain)")
     ] = False,
@@ -117,6 +123,10 @@ def serve(
 
     kinds = parse_kinds(stop_kinds)
     mounts = [parse_mount(m) for m in mount or []]
+    from rlguard.platform.finetune.base_models import check_unique, parse_model
+
+    models = check_unique([parse_model(m) for m in model or []])
+    mounts += [m.as_mount() for m in models.values()]  # read-only in every job's view
     check_mounts(mounts, data_dir)
     from rlguard.platform.jobenv import PackageIndex, Software
 
@@ -155,6 +165,7 @@ def serve(
         port=port,
         grace_s=grace_s,
         mounts=tuple(mounts),
+        models=tuple(models.values()),
         single_tenant=single_tenant,
         limits=Defaults(job_memory_mb, job_pids, job_disk_mb, job_tmp_mb, job_seccomp),
         storage=storage,

@@ -180,12 +180,14 @@ def create_app(platform: Platform, ingest: EvalIngest, deposits: Deposits) -> Fa
     from rlguard.platform.finetune.files import PATH as FILES
     from rlguard.platform.finetune.files import router as file_routes
     from rlguard.platform.finetune.graders.routes import router as grader_routes
+    from rlguard.platform.finetune.models import router as model_routes
 
     app = FastAPI(title="rlguard platform", version="1", docs_url=None, redoc_url=None)
     app.state.platform, app.state.deposits = platform, deposits
     app.include_router(artifact_routes)
     app.include_router(workdir_routes)
     app.include_router(file_routes)
+    app.include_router(model_routes)
     app.include_router(grader_routes)
     writes = ingest.reports.writes  # every job's report rate and allowance (job_writes.py)
     reports = WatchReports(platform, writes)  # watchers' warnings and deliveries

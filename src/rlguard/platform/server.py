@@ -26,6 +26,7 @@ from rlguard.platform.api import create_app
 from rlguard.platform.artifacts import ArtifactStore, default_uri
 from rlguard.platform.deposits import Deposits
 from rlguard.platform.executor import RayExecutor
+from rlguard.platform.finetune.base_models import RegisteredModel
 from rlguard.platform.ingest import EvalIngest
 from rlguard.platform.job_writes import JobWrites, WriteLimits
 from rlguard.platform.jobenv import Software
@@ -60,6 +61,7 @@ class ServeConfig:
     port: int = 8321
     grace_s: float = 30.0
     mounts: tuple[Mount, ...] = ()
+    models: tuple[RegisteredModel, ...] = ()  # registered base models (finetune/models.py)
     single_tenant: bool = False  # run jobs unsandboxed (the operator's explicit choice)
     limits: Defaults = field(default_factory=Defaults)
     storage: str | None = None  # the artifact store's URI [default: a directory in data_dir]
@@ -102,6 +104,7 @@ def start_platform(cfg: ServeConfig) -> tuple[Platform, SchedulerLoop, EvalInges
         cfg.grace_s,
         cfg.storage_uri,
         cfg.software,
+        {m.name: m for m in cfg.models},
     )
     counts = recover(platform)
     log.info("recovered %s", json.dumps(counts))

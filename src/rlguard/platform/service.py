@@ -28,6 +28,7 @@ from rlguard.platform.artifacts import ArtifactStore
 from rlguard.platform.db import Checkpoint, DecisionRecord, Event, Job, Run, Tenant
 from rlguard.platform.envcache import JobPython
 from rlguard.platform.executor import RayExecutor, RunHandle
+from rlguard.platform.finetune.base_models import RegisteredModel
 from rlguard.platform.jobenv import Software
 from rlguard.platform.jobhome import JobHome
 from rlguard.platform.jobview import JobViews
@@ -152,9 +153,11 @@ class Platform:
         grace_s: float = 30.0,
         store_uri: str | None = None,
         software: Software | None = None,
+        models: dict[str, RegisteredModel] | None = None,
     ) -> None:
         self.store, self.executor, self.rules = store, executor, rules
         self.software = software or Software()  # what tenants may ship, and from where
+        self.models = models or {}  # the operator's base models, by name
         self.store_uri = store_uri  # the artifact store's: a new attempt restores from it
         self.artifacts = None if store_uri is None else ArtifactStore(store_uri)  # runs' logs
         self.data_dir, self.url, self.grace_s = data_dir.resolve(), url, grace_s
