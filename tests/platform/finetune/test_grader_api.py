@@ -19,6 +19,13 @@ STRING_CHECK = {
     "reference": "{{item.answer}}",
     "operation": "eq",
 }
+SIMILAR = {
+    "type": "text_similarity",
+    "name": "similar",
+    "input": "{{sample.output_json.capital}}",
+    "reference": "{{item.capital}}",
+    "evaluation_metric": "fuzzy_match",
+}
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +43,9 @@ def run(client: openai.OpenAI, grader: dict[str, Any], sample: str, item: Any) -
     [
         (STRING_CHECK, "4", {"answer": "4"}, 1.0),
         (STRING_CHECK, "5", {"answer": "4"}, 0.0),
+        (SIMILAR, '{"capital": "Pariss"}', {"capital": "Paris"}, 10 / 11),
     ],
-    ids=["string_check-pass", "string_check-fail"],
+    ids=["string_check-pass", "string_check-fail", "text_similarity"],
 )
 def test_validate_and_run_round_trip_through_the_sdk(
     client: openai.OpenAI, grader: dict[str, Any], sample: str, item: Any, reward: float
@@ -53,38 +61,48 @@ def test_validate_and_run_round_trip_through_the_sdk(
     assert got.metadata.execution_time >= 0
 
 
-@pytest.mark.parametrize(
-    ("grader", "item", "param", "said"),
-    [
-        ({**STRING_CHECK, "type": "regex"}, {}, "grader.type", "unknown grader type"),
-        ({**STRING_CHECK, "operation": "glob"}, {}, "grader.operation", '(got "glob")'),
-        (
-            {k: v for k, v in STRING_CHECK.items() if k != "reference"},
-            {},
-            "grader.reference",
-            "Field required",
-        ),
-        (
-            STRING_CHECK,
-            {"reply": "4"},
-            "grader.reference",
-            "template {{item.answer}} names item.answer",
-        ),
-        (
-            {**STRING_CHECK, "input": "{{output.text}}"},
-            {},
-            "grader.input",
-            "must start with 'item.'",
-        ),
-    ],
-    ids=[
-        "unknown type",
-        "unknown operation",
-        "missing field",
-        "missing template field",
-        "bad namespace",
-    ],
-)
+BAD = {  # what is wrong: (grader, item, the field named, words of the message)
+    "unknown type": ({**STRING_CHECK, "type": "regex"}, {}, "grader.type", "unknown grader type"),
+    "unknown operation": (
+        {**STRING_CHECK, "operation": "glob"},
+        {},
+        "grader.operation",
+        '(got "glob")',
+    ),
+    "missing field": (
+        {k: v for k, v in STRING_CHECK.items() if k != "reference"},
+        {},
+        "grader.reference",
+        "Field required",
+    ),
+    "missing template field": (
+        STRING_CHECK,
+        {"reply": "4"},
+        "grader.reference",
+        "template {{item.answer}} names item.answer",
+    ),
+    "bad namespace": (
+        {**STRING_CHECK, "input": "{{output.text}}"},
+        {},
+        "grader.input",
+        "must start with 'item.'",
+    ),
+    "unknown metric": (
+        {**SIMILAR, "evaluation_metric": "chrf"},
+        {},
+        "grader.evaluation_metric",
+        '(got "chrf")',
+    ),
+    "cosine": (
+        {**SIMILAR, "evaluation_metric": "cosine"},
+        {},
+        "grader.evaluation_metric",
+        "no embedding model is registered",
+    ),
+}
+
+
+@pytest.mark.parametrize(("grader", "item", "param", "said"), BAD.values(), ids=list(BAD))
 def test_bad_input_is_a_400_naming_the_field(
     client: openai.OpenAI, grader: dict[str, Any], item: Any, param: str, said: str
 ) -> None:
