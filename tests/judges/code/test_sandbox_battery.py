@@ -18,17 +18,14 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
 
-from rlguard.judges import _sandbox_host as host
+from hostile_programs import ATTACKS, LIMITS, sandboxes_cleaned_up
 from rlguard.judges import sandbox
 from rlguard.judges.code import CodeJudge
-from rlguard.judges.sandbox import Limits, run_program
+from rlguard.judges.sandbox import run_program
 
-MIB = 1 << 20
-LIMITS = Limits(wall_s=2.5, cpu_s=2, memory_bytes=256 * MIB, nproc=8)
 BUDGET_S = LIMITS.wall_s + 2.0  # the attack's limit, plus starting and cleaning up two sandboxes
 CONTROL = "```python\ndef add(a, b):\n    return a + b\n```"
 TESTS = "assert add(1, 2) == 3"
@@ -47,47 +44,11 @@ def judge(caps) -> CodeJudge:
     return CodeJudge(LIMITS, max_workers=2)
 
 
-def _status(pid: str) -> dict[str, str]:
-    with open(f"/proc/{pid}/status") as f:
-        return {k: v.split()[0] for k, v in (line.split(":", 1) for line in f) if v.split()}
-
-
-def leftovers(pids: set[int], uids: set[int]) -> list[str]:
-    """Live processes of the given sandboxes: by their uid, or in their group, session or brood."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            status = _status(pid)
-        except OSError:
-            continue
-        mine = {int(status[k]) for k in ("PPid", "NSpgid", "NSsid")} & pids
-        if status["State"] != "Z" and (mine or int(status["Uid"]) in uids):
-            found.append(f"{pid} uid={status['Uid']} {status['Name']}")
-    return found
-
-
 @pytest.fixture(autouse=True)
 def nothing_left_behind(monkeypatch) -> Iterator[None]:
     """After each test, no process of a sandbox this test started may be alive."""
-    pids: set[int] = set()
-    uids: set[int] = set()
-    real_popen, real_claim = subprocess.Popen, host.claim_uid
-
-    def popen(*args, **kwargs):
-        proc = real_popen(*args, **kwargs)
-        pids.add(proc.pid)
-        return proc
-
-    @contextmanager
-    def claim_uid():
-        with real_claim() as uid:
-            uids.add(uid)
-            yield uid
-
-    monkeypatch.setattr(subprocess, "Popen", popen)
-    monkeypatch.setattr(host, "claim_uid", claim_uid)
-    yield
-    assert leftovers(pids, uids) == []
+    with sandboxes_cleaned_up(monkeypatch):
+        yield
 
 
 def attack(judge: CodeJudge, code: str) -> str:
@@ -101,40 +62,6 @@ def attack(judge: CodeJudge, code: str) -> str:
     assert verdicts[0].value == 0, verdicts[0]
     assert elapsed < BUDGET_S
     return verdicts[0].reason
-
-
-FORK_BOMB = """
-import os
-while True:
-    try:
-        os.fork()
-    except OSError:
-        pass
-"""
-ATTACKS = {
-    "infinite loop": ("while True:\n    pass", ("timeout", "cpu time limit")),
-    "sleep forever": ("import time\ntime.sleep(3600)", ("timeout after 2.5 s",)),
-    "fork bomb": (FORK_BOMB, ("timeout", "cpu time limit")),
-    "thread bomb": (
-        "import threading, time\nwhile True:\n"
-        "    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()",
-        ("can't start new thread", "timeout", "memory"),  # 3.11.2 can hang on a failed start
-    ),
-    "memory bomb 10 GB": ("x = bytearray(10 * 2**30)", ("memory limit",)),
-    "memory creep": ("chunks = []\nwhile True:\n    chunks.append(bytearray(2**24))", ("memory",)),
-    "disk fill": (
-        "with open('big', 'wb') as f:\n    while True:\n        f.write(b'x' * 2**20)",
-        ("File too large", "No space left"),
-    ),
-    "print 1 GB": (
-        "import sys\nblock = 'x' * 2**16\nfor _ in range(2**14):\n    sys.stdout.write(block)",
-        ("output limit",),
-    ),
-    "stderr flood": (
-        "import sys\nwhile True:\n    sys.stderr.write('y' * 4096)",
-        ("output limit",),
-    ),
-}
 
 
 @pytest.mark.parametrize("name", ATTACKS)
