@@ -12,6 +12,9 @@ import pytest
 from openai.types.fine_tuning.alpha import GraderRunResponse, GraderValidateResponse
 from sdk_server import served
 
+from hostile_programs import LIMITS
+from rlguard.platform.finetune.graders import python
+
 STRING_CHECK = {
     "type": "string_check",
     "name": "exact",
@@ -25,6 +28,11 @@ SIMILAR = {
     "input": "{{sample.output_json.capital}}",
     "reference": "{{item.capital}}",
     "evaluation_metric": "fuzzy_match",
+}
+PYTHON = {
+    "type": "python",
+    "name": "py",
+    "source": "def grade(sample, item):\n    return len(sample['output_text']) / item['length']",
 }
 
 
@@ -44,8 +52,9 @@ def run(client: openai.OpenAI, grader: dict[str, Any], sample: str, item: Any) -
         (STRING_CHECK, "4", {"answer": "4"}, 1.0),
         (STRING_CHECK, "5", {"answer": "4"}, 0.0),
         (SIMILAR, '{"capital": "Pariss"}', {"capital": "Paris"}, 10 / 11),
+        (PYTHON, "four", {"length": 8}, 0.5),
     ],
-    ids=["string_check-pass", "string_check-fail", "text_similarity"],
+    ids=["string_check-pass", "string_check-fail", "text_similarity", "python"],
 )
 def test_validate_and_run_round_trip_through_the_sdk(
     client: openai.OpenAI, grader: dict[str, Any], sample: str, item: Any, reward: float
@@ -99,13 +108,41 @@ BAD = {  # what is wrong: (grader, item, the field named, words of the message)
         "grader.evaluation_metric",
         "no embedding model is registered",
     ),
+    "python raises": (PYTHON, {"length": 0}, "grader.source", "ZeroDivisionError"),
+    "python loops": (
+        {
+            **PYTHON,
+            "source": "import time\ndef grade(s, i):\n    while True:\n        time.sleep(1)",
+        },
+        {},
+        "grader.source",
+        "timeout after 2.5 s",
+    ),
+    "python returns no number": (
+        {**PYTHON, "source": "def grade(s, i):\n    return 'high'"},
+        {},
+        "grader.source",
+        "not str",
+    ),
+    "python image": (
+        {**PYTHON, "image_tag": "latest"},
+        {"length": 1},
+        "grader.image_tag",
+        '(got "latest")',
+    ),
 }
 
 
 @pytest.mark.parametrize(("grader", "item", "param", "said"), BAD.values(), ids=list(BAD))
 def test_bad_input_is_a_400_naming_the_field(
-    client: openai.OpenAI, grader: dict[str, Any], item: Any, param: str, said: str
+    client: openai.OpenAI,
+    grader: dict[str, Any],
+    item: Any,
+    param: str,
+    said: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr(python, "LIMITS", LIMITS)  # a loop ends after 2.5 s, not 10
     with pytest.raises(openai.BadRequestError) as refused:
         run(client, grader, "4", item)
     body = refused.value.body

@@ -9,10 +9,13 @@ from pydantic import Field, TypeAdapter, ValidationError
 
 from rlguard.platform.errors import shown
 from rlguard.platform.finetune.graders.base import GraderError
+from rlguard.platform.finetune.graders.python import PythonGrader
 from rlguard.platform.finetune.graders.string_check import StringCheckGrader
 from rlguard.platform.finetune.graders.text_similarity import TextSimilarityGrader
 
-AnyGrader = Annotated[StringCheckGrader | TextSimilarityGrader, Field(discriminator="type")]
+AnyGrader = Annotated[
+    StringCheckGrader | TextSimilarityGrader | PythonGrader, Field(discriminator="type")
+]
 _ADAPTER: TypeAdapter[AnyGrader] = TypeAdapter(AnyGrader)
 
 
