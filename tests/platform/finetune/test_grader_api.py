@@ -34,6 +34,19 @@ PYTHON = {
     "name": "py",
     "source": "def grade(sample, item):\n    return len(sample['output_text']) / item['length']",
 }
+MULTI = {
+    "type": "multi",
+    "name": "both",
+    "graders": {"exact": STRING_CHECK, "long": PYTHON},
+    "calculate_output": "0.75 * exact + 0.25 * min(long, 1)",
+}
+SCORE_MODEL = {
+    "type": "score_model",
+    "name": "judge",
+    "model": "gpt-4o-2024-08-06",
+    "input": [{"role": "user", "content": "Score {{sample.output_text}} from 0 to 1"}],
+    "range": [0, 1],
+}
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +66,9 @@ def run(client: openai.OpenAI, grader: dict[str, Any], sample: str, item: Any) -
         (STRING_CHECK, "5", {"answer": "4"}, 0.0),
         (SIMILAR, '{"capital": "Pariss"}', {"capital": "Paris"}, 10 / 11),
         (PYTHON, "four", {"length": 8}, 0.5),
+        (MULTI, "4", {"answer": "4", "length": 2}, 0.75 + 0.25 * 0.5),
     ],
-    ids=["string_check-pass", "string_check-fail", "text_similarity", "python"],
+    ids=["string_check-pass", "string_check-fail", "text_similarity", "python", "multi"],
 )
 def test_validate_and_run_round_trip_through_the_sdk(
     client: openai.OpenAI, grader: dict[str, Any], sample: str, item: Any, reward: float
@@ -68,6 +82,7 @@ def test_validate_and_run_round_trip_through_the_sdk(
     assert (got.metadata.name, got.metadata.type) == (grader["name"], grader["type"])
     assert not any(v for v in got.metadata.errors.to_dict().values())
     assert got.metadata.execution_time >= 0
+    assert got.sub_rewards == ({"exact": 1.0, "long": 0.5} if grader is MULTI else {})
 
 
 BAD = {  # what is wrong: (grader, item, the field named, words of the message)
@@ -123,6 +138,25 @@ BAD = {  # what is wrong: (grader, item, the field named, words of the message)
         {},
         "grader.source",
         "not str",
+    ),
+    "formula": (
+        {**MULTI, "calculate_output": "exact if long else 0"},
+        {},
+        "grader.calculate_output",
+        "not a formula",
+    ),
+    "formula without a value": (
+        {**MULTI, "calculate_output": "exact / (long - 0.5)"},
+        {"answer": "4", "length": 2},
+        "grader.calculate_output",
+        "division by zero",
+    ),
+    "sub-grader": (MULTI, {"answer": "4"}, "grader.graders.long.source", "KeyError: 'length'"),
+    "score_model": (
+        SCORE_MODEL,
+        {},
+        "grader.model",
+        "score_model needs a registered model (not available yet)",
     ),
     "python image": (
         {**PYTHON, "image_tag": "latest"},

@@ -9,13 +9,9 @@ from pydantic import Field, TypeAdapter, ValidationError
 
 from rlguard.platform.errors import shown
 from rlguard.platform.finetune.graders.base import GraderError
-from rlguard.platform.finetune.graders.python import PythonGrader
-from rlguard.platform.finetune.graders.string_check import StringCheckGrader
-from rlguard.platform.finetune.graders.text_similarity import TextSimilarityGrader
+from rlguard.platform.finetune.graders.multi import MultiGrader, SubGrader
 
-AnyGrader = Annotated[
-    StringCheckGrader | TextSimilarityGrader | PythonGrader, Field(discriminator="type")
-]
+AnyGrader = Annotated[SubGrader | MultiGrader, Field(discriminator="type")]
 _ADAPTER: TypeAdapter[AnyGrader] = TypeAdapter(AnyGrader)
 
 
