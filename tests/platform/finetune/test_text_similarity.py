@@ -12,6 +12,7 @@ from rapidfuzz import fuzz
 from rouge_score.rouge_scorer import RougeScorer
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
+import import_graph
 from rlguard.platform.finetune.graders.base import GraderError
 from rlguard.platform.finetune.graders.parse import parse_grader
 from rlguard.platform.finetune.graders.templates import sample_of
@@ -91,3 +92,9 @@ def test_cosine_is_refused_naming_the_missing_embedding_model() -> None:
     with pytest.raises(GraderError, match="no embedding model is registered") as refused:
         score("cosine", "a", "b")
     assert refused.value.param == "grader.evaluation_metric"
+
+
+def test_the_server_loads_nltk_and_rouge_score_only_when_a_grader_needs_them() -> None:
+    """Their import takes seconds: `rlguard serve` should not pay it at start."""
+    code = "import rlguard.platform.finetune.graders.routes"
+    assert import_graph.imported_after(code, ("nltk", "rouge_score")) == set()

@@ -21,13 +21,9 @@ import functools
 from collections.abc import Callable
 from typing import Any, Literal
 
-import nltk
 import sacrebleu
-from nltk.translate.gleu_score import sentence_gleu
-from nltk.translate.meteor_score import meteor_score
 from pydantic import field_validator
 from rapidfuzz import fuzz
-from rouge_score.rouge_scorer import RougeScorer
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
 from rlguard.platform.finetune.graders import templates
@@ -59,6 +55,8 @@ class _NoSynonyms:
 @functools.cache
 def meteor_synonyms() -> Any:
     """NLTK's WordNet if the operator installed it, else _NoSynonyms."""
+    import nltk  # NLTK and rouge-score (which imports it) load on first use: seconds, once
+
     try:
         nltk.data.find("corpora/wordnet")
     except LookupError:
@@ -66,22 +64,37 @@ def meteor_synonyms() -> Any:
     return nltk.corpus.wordnet
 
 
+def _gleu(given: str, reference: str) -> float:
+    from nltk.translate.gleu_score import sentence_gleu
+
+    return sentence_gleu([_words(reference)], _words(given))
+
+
+def _meteor(given: str, reference: str) -> float:
+    from nltk.translate.meteor_score import meteor_score
+
+    return meteor_score([_words(reference)], _words(given), wordnet=meteor_synonyms())
+
+
 def _words(text: str) -> list[str]:
     return _tokens(text).split()
 
 
 def _rouge(kind: str) -> Callable[[str, str], float]:
-    scorer = RougeScorer([kind])
-    return lambda given, reference: scorer.score(reference, given)[kind].fmeasure
+    @functools.cache
+    def scorer() -> Any:
+        from rouge_score.rouge_scorer import RougeScorer
+
+        return RougeScorer([kind])
+
+    return lambda given, reference: scorer().score(reference, given)[kind].fmeasure
 
 
 METRICS: dict[str, Callable[[str, str], float]] = {
     "fuzzy_match": lambda given, reference: fuzz.ratio(given, reference) / 100,
     "bleu": lambda given, reference: sacrebleu.sentence_bleu(given, [reference]).score / 100,
-    "gleu": lambda given, reference: sentence_gleu([_words(reference)], _words(given)),
-    "meteor": lambda given, reference: meteor_score(
-        [_words(reference)], _words(given), wordnet=meteor_synonyms()
-    ),
+    "gleu": _gleu,
+    "meteor": _meteor,
     **{f"rouge_{n}": _rouge(f"rouge{n}") for n in range(1, 6)},
     "rouge_l": _rouge("rougeL"),
 }
