@@ -4,6 +4,8 @@ default, `--stop-kinds` narrowing it (a kind left alone is a decision that says 
 
 from __future__ import annotations
 
+import math
+import re
 import subprocess
 import sys
 
@@ -17,7 +19,7 @@ from rlguard.platform.rules import StopRules, parse_kinds
 
 def event(kind: str, step: int, score: float) -> EvalEvent:
     return EvalEvent(
-        job_id=f"job-{kind}", kind=kind, step=step, progress=step / 100, score=score, loss=0.0
+        job_id=f"job-{kind}", kind=kind, step=step, progress=step / 100, score=score, loss=1 / step
     )
 
 
@@ -34,8 +36,8 @@ def test_every_kind_is_judged_by_default_and_each_decision_says_why() -> None:
     for kind in ("sft", "dpo", "reward", "rlhf", "my-trainer"):
         assert reasons(rules, kind, [0.5, 0.6, 0.5, 0.4]) == [
             (False, "not judged: warm-up, eval 1 of 1"),
-            (False, "continue: 0 consecutive declines of k=2"),
-            (False, "continue: 1 consecutive declines of k=2"),
+            (False, "continue: 0 of k=2 consecutive declines"),
+            (False, "continue: 1 of k=2 consecutive declines"),
             (True, "2 consecutive eval declines"),
         ]
 
@@ -53,10 +55,48 @@ def test_the_rule_none_and_patience_say_what_they_saw() -> None:
         (False, "not judged: the job's stop rule is none")
     ]
     assert reasons(rules, "dpo", [0.5, 0.4, 0.3], "patience") == [
-        (False, "continue: 0 evals without a new best of patience=2"),
-        (False, "continue: 1 evals without a new best of patience=2"),
+        (False, "continue: 0 of patience=2 evals without a new best"),
+        (False, "continue: 1 of patience=2 evals without a new best"),
         (True, "no improvement in 2 evals"),
     ]
+
+
+WARM_UP = {"evalstop": 2, "loss-plateau": 5, "gao-trend": 7, "gao-drop": 8}  # unjudged evals
+
+
+@pytest.mark.parametrize("rule", [r for r in RULES if r != "none"])
+def test_every_rule_says_what_it_saw_at_every_eval(rule: str) -> None:
+    """A healthy rising curve: each rule's warm-up evals say so, the rest say what it saw."""
+    rules = StopRules(BASES["fifo"](), rule, RuleParams())
+    said = [r for _, r in reasons(rules, "sft", [0.1 + 0.02 * i for i in range(20)], rule)]
+    n = WARM_UP.get(rule, 0)
+    assert said[:n] == [f"not judged: warm-up, eval {i + 1} of {n}" for i in range(n)]
+    assert all(r.startswith(("continue: ", "not judged: its one check")) for r in said[n:]), said
+
+
+def test_the_rules_name_their_numbers() -> None:
+    rules = StopRules(BASES["fifo"](), "evalstop", RuleParams())
+    rising = [0.1 + 0.02 * i for i in range(12)]
+    assert reasons(rules, "sft", rising, "gao-trend")[-1][1].startswith(
+        "continue: Gao-fit slope t="
+    )
+    assert "after the best eval t=" in reasons(rules, "sft", rising, "gao-drop")[-1][1]
+    assert reasons(rules, "sft", rising, "fixed-progress")[0][1] == (
+        "not judged: its one check is at progress 0.50"
+    )
+    assert reasons(rules, "sft", rising, "loss-plateau")[-1][1] == (
+        "continue: loss improved 41.67% over 5 evals"  # from 1/7 to 1/12
+    )
+
+
+def test_loss_plateau_says_a_job_without_a_loss_is_not_judged() -> None:
+    rules = StopRules(BASES["fifo"](), "loss-plateau", RuleParams())
+    job_rule = rules.resolve({})
+    said = [
+        rules.observe(job_rule, EvalEvent("j", "sft", i, i / 10, 0.5, math.nan)).reason
+        for i in range(1, 8)
+    ]
+    assert said[-1] == "not judged: the job reports no training loss"
 
 
 def test_the_simulators_rules_still_watch_rlhf_jobs_only() -> None:
@@ -71,20 +111,30 @@ def test_stop_kinds_parse(raw: str, kinds) -> None:
     assert parse_kinds(raw) == kinds
 
 
-@pytest.mark.parametrize("raw", ["SFT", "sft,,rl hf", "", ","])
-def test_a_bad_stop_kinds_is_one_line(raw: str) -> None:
-    with pytest.raises(InputError, match="option --stop-kinds"):
+@pytest.mark.parametrize(
+    ("raw", "said"),
+    [
+        ("SFT", "unknown kind 'SFT' (choose from dpo, reward, rlhf, sft, or all)"),
+        ("sft,stf", "unknown kind 'stf'"),
+        ("sft,,rl hf", "unknown kind 'rl hf'"),
+        ("", "name at least one kind, or all"),
+        (",", "name at least one kind, or all"),
+    ],
+)
+def test_a_bad_stop_kinds_is_one_line_naming_it(raw: str, said: str) -> None:
+    with pytest.raises(InputError, match=f"^option --stop-kinds: {re.escape(said)}"):
         parse_kinds(raw)
 
 
 def test_serve_refuses_a_bad_stop_kinds_before_starting() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "rlguard.cli", "serve", "--stop-kinds", "Bad Kind"],
+        [sys.executable, "-m", "rlguard.cli", "serve", "--stop-kinds", "sft,my-trainer"],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "error: option --stop-kinds: 'Bad Kind' is not a job kind (e.g. sft,rlhf)"
+        "error: option --stop-kinds: unknown kind 'my-trainer' (choose from dpo, reward, rlhf, "
+        "sft, or all)"
     ]

@@ -74,4 +74,4 @@ def test_the_healthy_twin_runs_to_its_end_with_every_decision_said(finished):
     decisions = client.decisions(job["id"])["data"]
     assert len(decisions) == 15 and not any(d["stop"] for d in decisions)
     assert all(d["reason"] for d in decisions)
-    assert decisions[5]["reason"] == "continue: 0 consecutive declines of k=3"
+    assert decisions[5]["reason"] == "continue: 0 of k=3 consecutive declines"

@@ -8,14 +8,14 @@ The simulator's rules watch RLHF jobs only (the jobs that hack there). On the pl
 every kind that reports evals (sft, dpo, reward, rlhf, or a command job's own kind) with the same
 knobs: a score is higher-is-better whatever the kind (a watcher's `mode: min` reports a loss
 negated), so a decline means the same thing for an SFT job's eval loss as for an RLHF job's
-reward. `rlguard serve --stop-kinds` narrows that. Every decision says why: one that did not
+reward. `rlguard serve --stop-kinds` narrows that to some of the platform's kinds (a command job
+of another kind is then left alone). Every decision says why: one that did not
 judge (a kind left alone, the rule `none`, a warm-up) says so, and a judged continue says what the
 rule saw (`StopRule.explain`).
 """
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -29,8 +29,6 @@ from rlguard.cluster.scheduler import Scheduler
 from rlguard.cluster.stopping.base import StopRule
 from rlguard.errors import InputError
 from rlguard.platform.keys import new_id
-
-KIND = re.compile(r"^[a-z][a-z0-9_-]{0,19}$")  # a job's kind, as the API takes it
 
 
 class EveryKind:
@@ -63,13 +61,20 @@ def judge(rule: StopRule | None, event: EvalEvent, kinds: frozenset[str] | None)
 
 
 def parse_kinds(raw: str) -> frozenset[str] | None:
-    """`--stop-kinds`: `all` (None), or a comma list of kinds (InputError naming a bad one)."""
+    """`--stop-kinds`: `all` (None), or a comma list of the kinds the platform gives jobs
+    (InputError naming an unknown one: a typo would silently leave a kind unjudged)."""
+    from rlguard.platform.jobspec import STAGE_KINDS  # here: `jobs export-curves` imports us
+
+    known = sorted(set(STAGE_KINDS.values()))
     if raw.strip() == "all":
         return None
     kinds = [k.strip() for k in raw.split(",") if k.strip()]
     for kind in kinds:
-        if not KIND.match(kind):
-            raise InputError(f"option --stop-kinds: {kind!r} is not a job kind (e.g. sft,rlhf)")
+        if kind not in known:
+            raise InputError(
+                f"option --stop-kinds: unknown kind {kind!r} (choose from {', '.join(known)}, "
+                "or all)"
+            )
     if not kinds:
         raise InputError("option --stop-kinds: name at least one kind, or all")
     return frozenset(kinds)

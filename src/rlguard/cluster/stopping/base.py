@@ -37,9 +37,9 @@ class StopRule(ABC):
         return decision
 
     def explain(self, job_id: str) -> str:
-        """Why the last eval of `job_id` was not a stop, in words (the live platform records it
-        with a decision that has no reason of its own; the simulator never asks, so its hot path
-        builds no strings). Rules with state worth naming override it."""
+        """Why the last eval of `job_id` was not a stop, in words: not judged yet (a warm-up), or
+        what the rule saw. The live platform records it with a decision that has no reason of its
+        own; the simulator never asks, so its hot path builds no strings."""
         return f"continue: {self.name} found no reason to stop"
 
     def forget(self, job_id: str) -> None:
@@ -51,3 +51,8 @@ class StopRule(ABC):
 
     @abstractmethod
     def decide(self, state: Any, event: EvalEvent) -> Decision: ...
+
+
+def warming_up(seen: int, of: int) -> str:
+    """A warm-up eval's reason: the rule recorded eval `seen` of its `of` unjudged ones."""
+    return f"not judged: warm-up, eval {seen} of {of}"

@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rlguard.cluster.events import CONTINUE, Decision, EvalEvent
-from rlguard.cluster.stopping.base import StopRule
+from rlguard.cluster.stopping.base import StopRule, warming_up
 
 _PROGRESS_TOL = 1e-9
 _TINY = 1e-12
@@ -73,6 +73,14 @@ class FixedProgress(StopRule):
             return CONTINUE
         return Decision(True, f"no new best score at progress {event.progress:.2f}")
 
+    def explain(self, job_id: str) -> str:
+        state = self._state.get(job_id)
+        if state is None:
+            return super().explain(job_id)
+        if state.checked:
+            return f"not judged: its one check, at progress {self.at_progress:.2f}, is done"
+        return f"not judged: its one check is at progress {self.at_progress:.2f}"
+
 
 class LossPlateau(StopRule):
     name = "loss-plateau"
@@ -103,3 +111,15 @@ class LossPlateau(StopRule):
             reason = f"loss improved {improvement:.2%} over {self.window} evals"
             return Decision(True, f"{reason} (< {self.rel_tol:.2%})")
         return CONTINUE
+
+    def explain(self, job_id: str) -> str:
+        state = self._state.get(job_id)
+        if state is None:
+            return super().explain(job_id)
+        if len(state) <= self.window:
+            return warming_up(len(state), self.window)
+        old, new = state[0], state[-1]
+        if math.isnan(old) or math.isnan(new):
+            return "not judged: the job reports no training loss"
+        improvement = (old - new) / max(abs(old), _TINY)
+        return f"continue: loss improved {improvement:.2%} over {self.window} evals"

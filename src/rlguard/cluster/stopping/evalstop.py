@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rlguard.cluster.events import CONTINUE, Decision, EvalEvent
-from rlguard.cluster.stopping.base import StopRule
+from rlguard.cluster.stopping.base import StopRule, warming_up
 
 
 @dataclass(slots=True)
@@ -59,5 +59,5 @@ class EvalStop(StopRule):
         if state is None:
             return super().explain(job_id)
         if state.seen <= self.warmup:
-            return f"not judged: warm-up, eval {state.seen} of {self.warmup}"
-        return f"continue: {state.declines} consecutive declines of k={self.k}"
+            return warming_up(state.seen, self.warmup)
+        return f"continue: {state.declines} of k={self.k} consecutive declines"

@@ -28,12 +28,11 @@ from collections.abc import Iterable
 import numpy as np
 
 from rlguard.cluster.events import CONTINUE, Decision, EvalEvent
-from rlguard.cluster.stopping.base import StopRule
 from rlguard.cluster.stopping.contrast import contrast_t, critical_t
-from rlguard.cluster.stopping.gao_trend import History, gao_design
+from rlguard.cluster.stopping.gao_trend import FitRule, History, gao_design
 
 
-class GaoDrop(StopRule):
+class GaoDrop(FitRule):
     name = "gao-drop"
 
     def __init__(
@@ -58,9 +57,6 @@ class GaoDrop(StopRule):
         self.alpha, self.break_alpha = alpha, break_alpha
         self.warmup, self.after_best = warmup, after_best
 
-    def new_state(self) -> History:
-        return History()
-
     def decide(self, state: History, event: EvalEvent) -> Decision:
         n = state.add(event)
         if n < self.warmup:
@@ -75,6 +71,16 @@ class GaoDrop(StopRule):
                 True, f"score fell after its best eval (t={t:.2f}, alpha={self.break_alpha})"
             )
         return CONTINUE
+
+    def saw(self, progress: np.ndarray, scores: np.ndarray) -> str:
+        n = len(scores)
+        trend = trend_drop_t(progress, scores)
+        fell = break_drop_t(progress, scores, self.after_best)
+        return (
+            f"fall from the Gao fit's best t={trend:.2f} (stops below "
+            f"{-critical_t(self.alpha, n - 3):.2f}), after the best eval t={fell:.2f} (below "
+            f"{-critical_t(self.break_alpha, n - 4):.2f})"
+        )
 
 
 def trend_drop_t(progress: np.ndarray, scores: np.ndarray) -> float:

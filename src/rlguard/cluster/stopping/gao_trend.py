@@ -16,13 +16,14 @@ is caught later than by a local rule. `warmup` evals are needed before the fit i
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from rlguard.cluster.events import CONTINUE, Decision, EvalEvent
-from rlguard.cluster.stopping.base import StopRule
+from rlguard.cluster.stopping.base import StopRule, warming_up
 from rlguard.cluster.stopping.contrast import contrast_t, critical_t
 
 
@@ -40,7 +41,29 @@ class History:
         return len(self.scores)
 
 
-class GaoTrend(StopRule):
+class FitRule(StopRule):
+    """A rule that fits a job's whole history once it has `warmup` evals (the trend rules)."""
+
+    warmup: int
+
+    def new_state(self) -> History:
+        return History()
+
+    def explain(self, job_id: str) -> str:
+        state = self._state.get(job_id)
+        if state is None:
+            return super().explain(job_id)
+        n = len(state.scores)
+        if n < self.warmup:
+            return warming_up(n, self.warmup - 1)
+        return "continue: " + self.saw(np.asarray(state.progress), np.asarray(state.scores))
+
+    @abstractmethod
+    def saw(self, progress: np.ndarray, scores: np.ndarray) -> str:
+        """What the fit shows, in words, for a history it did not stop."""
+
+
+class GaoTrend(FitRule):
     name = "gao-trend"
 
     def __init__(
@@ -55,9 +78,6 @@ class GaoTrend(StopRule):
             )
         self.alpha, self.warmup = alpha, warmup
 
-    def new_state(self) -> History:
-        return History()
-
     def decide(self, state: History, event: EvalEvent) -> Decision:
         n = state.add(event)
         if n < self.warmup:
@@ -66,6 +86,12 @@ class GaoTrend(StopRule):
         if t < -critical_t(self.alpha, n - 3):
             return Decision(True, f"Gao-fit slope below zero (t={t:.2f}, alpha={self.alpha})")
         return CONTINUE
+
+    def saw(self, progress: np.ndarray, scores: np.ndarray) -> str:
+        t = slope_t_statistic(progress, scores)
+        return (
+            f"Gao-fit slope t={t:.2f}, stops below {-critical_t(self.alpha, len(scores) - 3):.2f}"
+        )
 
 
 def gao_design(progress: np.ndarray) -> np.ndarray:

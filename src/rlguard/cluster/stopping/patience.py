@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rlguard.cluster.events import CONTINUE, Decision, EvalEvent
-from rlguard.cluster.stopping.base import StopRule
+from rlguard.cluster.stopping.base import StopRule, warming_up
 
 
 @dataclass(slots=True)
@@ -88,8 +88,8 @@ class Patience(StopRule):
         if state is None:
             return super().explain(job_id)
         if state.seen <= self.warmup:
-            return f"not judged: warm-up, eval {state.seen} of {self.warmup}"
-        return f"continue: {state.wait} evals without a new best of patience={self.patience}"
+            return warming_up(state.seen, self.warmup)
+        return f"continue: {state.wait} of patience={self.patience} evals without a new best"
 
 
 class EmaPatience(Patience):
