@@ -1,6 +1,6 @@
 """OpenAI's grader endpoints through the official `openai` SDK against the app on loopback:
 validate and run parse into the SDK's own types for every grader type; bad input is a 4xx in
-OpenAI's error shape naming the field."""
+OpenAI's error shape naming the field, at validate where no sample is needed to see it."""
 
 from __future__ import annotations
 
@@ -182,3 +182,59 @@ def test_bad_input_is_a_400_naming_the_field(
     body = refused.value.body
     assert isinstance(body, dict) and body["param"] == param and said in body["message"]
     assert body["type"] == "invalid_request_error"
+
+
+NO_SAMPLE_NEEDED = [  # what validate refuses as run does
+    *("unknown type", "unknown operation", "missing field", "bad namespace", "unknown metric"),
+    *("cosine", "formula", "score_model", "python image"),
+]
+LOADING = "def grade(s, i):\n    return 1.0\n"
+BAD_TO_VALIDATE = {
+    **{name: (BAD[name][0], BAD[name][2], BAD[name][3]) for name in NO_SAMPLE_NEEDED},
+    "python imports what the sandbox lacks": (
+        {**PYTHON, "source": "import numpy\n" + LOADING},
+        "grader.source",
+        "ModuleNotFoundError: No module named 'numpy' at source line 1",
+    ),
+    "python raises as it loads": (
+        {**PYTHON, "source": LOADING + "raise RuntimeError('no config')"},
+        "grader.source",
+        "RuntimeError: no config at source line 3",
+    ),
+    "python loops as it loads": (
+        {**PYTHON, "source": LOADING + "import time\nwhile True:\n    time.sleep(1)"},
+        "grader.source",
+        "timeout after 2.5 s",
+    ),
+    "python rebinds grade": (
+        {**PYTHON, "source": LOADING + "grade = 3"},
+        "grader.source",
+        "grade must be a function once the source has run, not int",
+    ),
+    "multi's python sub-grader": (
+        {**MULTI, "graders": {**MULTI["graders"], "long": {**PYTHON, "source": "x = 1 / 0"}}},
+        "grader.graders.long.source",
+        "no top-level function grade",
+    ),
+    "multi's python sub-grader as it loads": (
+        {
+            **MULTI,
+            "graders": {**MULTI["graders"], "long": {**PYTHON, "source": "1 / 0\n" + LOADING}},
+        },
+        "grader.graders.long.source",
+        "ZeroDivisionError: division by zero at source line 1",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("grader", "param", "said"), BAD_TO_VALIDATE.values(), ids=list(BAD_TO_VALIDATE)
+)
+def test_validate_refuses_what_it_can_see_without_a_sample(
+    client: openai.OpenAI, grader: dict[str, Any], param: str, said: str, monkeypatch
+) -> None:
+    monkeypatch.setattr(python, "LIMITS", LIMITS)
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.fine_tuning.alpha.graders.validate(grader=grader)
+    body = refused.value.body
+    assert isinstance(body, dict) and body["param"] == param and said in body["message"], body

@@ -31,6 +31,9 @@ class Grader(BaseModel):
 
     name: str
 
+    def check(self, at: str = "grader") -> None:
+        """What validating checks beyond the fields, without a sample: most graders, nothing."""
+
     def grade(self, sample: dict[str, Any], item: Any, at: str = "grader") -> Grade:
         """The reward for one model sample (templates.sample_of) and its dataset item; `at` is
         where this grader sits in the request, for errors."""

@@ -42,6 +42,10 @@ class MultiGrader(Grader):
             formula.check(text, list(info.data["graders"]))
         return text
 
+    def check(self, at: str = "grader") -> None:
+        for name, grader in self.graders.items():
+            grader.check(f"{at}.graders.{name}")
+
     def grade(self, sample: dict[str, Any], item: Any, at: str = "grader") -> Grade:
         scores = {
             name: grader.grade(sample, item, f"{at}.graders.{name}").reward

@@ -6,7 +6,9 @@ say at once when it does not define `grade(sample, item)`.
 The sandbox's Python is the server's, with its standard library only (OpenAI's image adds
 numpy, scipy and others): the one image there is, so an `image_tag` other than OpenAI's default
 is refused. A grade that raises, runs past LIMITS, returns anything but a finite int or float,
-or whose program is killed (memory, output) is a 400 with the sandbox's reason.
+or whose program is killed (memory, output) is a 400 with the sandbox's reason. Validating runs
+the source without grading (`check`), so an import the sandbox lacks, or a source that raises or
+loops as it loads, is refused before any sample.
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ from rlguard.platform.finetune.graders.base import Grade, Grader, GraderError
 DEFAULT_IMAGE = "2025-05-08"  # OpenAI's default image_tag
 MAX_SOURCE_BYTES = 256 * 1024  # OpenAI's limit on a python grader's source
 LIMITS = Limits(wall_s=10.0, cpu_s=10)  # OpenAI allows 2 minutes; a request here waits for it
-# Run after the tenant's source: calls grade on the request's data (JSON text in a Python
-# literal) and writes its result on a line of its own after a random marker.
+# Run after the tenant's source, each writes what it found on a line of its own after a random
+# marker. _CALL: grade's result on the request's data (JSON text in a Python literal).
 _CALL = """
 def __rlguard_call():
     import json, sys
@@ -35,6 +37,12 @@ def __rlguard_call():
     shown = repr(value) if type(value) in (int, float) else "!" + type(value).__name__
     sys.stdout.write("\\n{marker}" + shown + "\\n")
 __rlguard_call()
+"""
+# _LOADED: whether `grade` is callable once the source has run, else its type.
+_LOADED = """
+__import__("sys").stdout.write(
+    "\\n{marker}" + ("callable" if callable(grade) else "!" + type(grade).__name__) + "\\n"
+)
 """
 
 
@@ -69,20 +77,17 @@ class PythonGrader(Grader):
             )
         return tag
 
-    def grade(self, sample: dict[str, Any], item: Any, at: str = "grader") -> Grade:
-        marker = f"rlguard-grade-{secrets.token_hex(8)}:"
-        call = _CALL.format(sample=json.dumps(sample), item=json.dumps(item), marker=marker)
-        program = Program((("source", self.source.rstrip("\n")), ("grader", call)), tests="")
-        try:
-            result = run_program(program.source, LIMITS)
-        except SandboxError as e:
-            raise GraderError(f"{at}: the sandbox cannot run: {e}", at, status=503) from None
-        if not result.ok:
+    def check(self, at: str = "grader") -> None:
+        shown = self._run(_LOADED, at)
+        if shown != "callable":
+            got = shown.removeprefix("!")
             raise GraderError(
-                f"{at}.source: grade failed: {program.explain(result)}", f"{at}.source"
+                f"{at}.source: grade must be a function once the source has run, not {got}",
+                f"{at}.source",
             )
-        lines = [ln for ln in result.stdout_tail.splitlines() if ln.startswith(marker)]
-        shown = lines[-1].removeprefix(marker) if lines else "!nothing"
+
+    def grade(self, sample: dict[str, Any], item: Any, at: str = "grader") -> Grade:
+        shown = self._run(_CALL, at, sample=json.dumps(sample), item=json.dumps(item))
         value = float(shown) if not shown.startswith("!") else None
         if value is None or not math.isfinite(value):
             got = shown.removeprefix("!") if value is None else shown
@@ -91,3 +96,20 @@ class PythonGrader(Grader):
                 f"{at}.source",
             )
         return Grade(value)
+
+    def _run(self, suffix: str, at: str, **data: str) -> str:
+        """The last marked line the source followed by `suffix` writes in the sandbox ("!nothing"
+        without one); a GraderError with the sandbox's reason when the program fails."""
+        marker = f"rlguard-grade-{secrets.token_hex(8)}:"
+        call = suffix.format(marker=marker, **data)
+        program = Program((("source", self.source.rstrip("\n")), ("grader", call)), tests="")
+        try:
+            result = run_program(program.source, LIMITS)
+        except SandboxError as e:
+            raise GraderError(f"{at}: the sandbox cannot run: {e}", at, status=503) from None
+        if not result.ok:
+            raise GraderError(
+                f"{at}.source: failed in the sandbox: {program.explain(result)}", f"{at}.source"
+            )
+        lines = [ln for ln in result.stdout_tail.splitlines() if ln.startswith(marker)]
+        return lines[-1].removeprefix(marker) if lines else "!nothing"

@@ -1,7 +1,8 @@
 """OpenAI's `POST /v1/fine_tuning/alpha/graders/validate` and `/run` (the `read` scope): a
-grader checked, or run on one model sample and dataset item, in OpenAI's response shapes. A bad
-grader, a template naming a field the item or sample lacks, or a python grader that fails is a
-400 naming the field; nothing is stored."""
+grader checked (a python grader's source run in the sandbox, without grading), or run on one
+model sample and dataset item, in OpenAI's response shapes. A bad grader, a template naming a
+field the item or sample lacks, or a python grader that fails is a 400 naming the field; nothing
+is stored."""
 
 from __future__ import annotations
 
@@ -56,6 +57,7 @@ def _refused(e: GraderError) -> ApiError:
 def validate(body: ValidateBody, who: Reader) -> dict[str, Any]:
     try:
         grader = parse_grader(body.grader)
+        grader.check()
     except GraderError as e:
         raise _refused(e) from None
     return {"grader": grader.model_dump(mode="json", exclude_unset=True)}
