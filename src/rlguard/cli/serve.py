@@ -11,10 +11,9 @@ import typer
 from rlguard.cli.options import names, validated
 from rlguard.cli.options import policy_args as parse_policy_args
 from rlguard.errors import InputError
+from rlguard.platform.servers import DATA_DIR_ENV, DEFAULT_DATA_DIR
 
-DataDir = Annotated[
-    Path, typer.Option(help="the platform's data directory", envvar="RLGUARD_DATA_DIR")
-]
+DataDir = Annotated[Path, typer.Option(help="the platform's data directory", envvar=DATA_DIR_ENV)]
 Db = Annotated[str | None, typer.Option(help="store URL [default: SQLite in --data-dir]")]
 
 
@@ -35,7 +34,7 @@ def serve(
     gpus: Annotated[int, typer.Option(help="GPUs of a local Ray (virtual on a CPU)")] = 2,
     host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535)] = 8321,
-    data_dir: DataDir = Path("runs/platform"),
+    data_dir: DataDir = DEFAULT_DATA_DIR,
     grace_s: Annotated[float, typer.Option(min=0, help="stop grace before SIGKILL")] = 30.0,
     mount: Annotated[
         list[str] | None,
