@@ -168,6 +168,7 @@ def test_a_record_of_a_dead_server_is_not_believed_and_is_dropped(isolated: Path
         assert [p.name for p in path.parent.iterdir()] == [f"{os.getpid()}.json"]
 
 
+@pytest.mark.ray
 def test_a_tenant_made_with_rlguard_data_dir_is_the_servers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

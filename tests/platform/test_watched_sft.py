@@ -16,7 +16,7 @@ from live_platform import RLGUARD, LiveServer
 from rlguard.platform.replay import replay_decisions
 from rlguard.ports import unused_port
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.slow]  # a server, and two Trainers that train
 
 JOB = Path(__file__).with_name("sft_trainer_job.py")
 
