@@ -38,7 +38,7 @@ WATCH = {
 SECRET = {"step": 1000, "eval_score": 0.99}
 STDOUT_JOB = 'for i in 1 2 3 4; do echo "step $((10 * i)) val_acc=0.$i"; sleep 0.5; done'
 STDOUT_REGEX = r"step (?P<step>\d+) val_acc=(?P<score>\S+)"
-NO_EVAL_WARN_S = 1.0  # the no_tag job logs for about 2.4 s: the warning comes while it runs
+NO_EVAL_WARN_S = 1.0  # the no_tag job logs for about 7 s: the warning comes while it runs
 
 
 def command(scores: list[float], pause_s: float, save_every: int, *odd: str) -> str:
@@ -70,7 +70,7 @@ def platform(tmp_path_factory):
                 "watch": {"source": "stdout", "eval_tag": "acc", "regex": STDOUT_REGEX},
             },
             "no_tag": {
-                "command": command(HEALTHY, 0.4, 1),
+                "command": command(HEALTHY * 3, 0.4, 1),
                 "watch": {**WATCH, "eval_tag": "eval_acc", "no_eval_warn_s": NO_EVAL_WARN_S},
             },
         }
