@@ -29,7 +29,8 @@ NAMESPACE = "rlguard"
 START_TIMEOUT_S = 60.0
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether `pid` runs (an exited child of ours is reaped, and is not)."""
     try:
         if os.waitpid(pid, os.WNOHANG)[0] == pid:  # our own child, and it has exited (reaped)
             return False
@@ -74,7 +75,7 @@ def local_head(data_dir: Path, gpus: int, cpus: int) -> str:
     record = data_dir / "ray-head.json"
     if record.is_file():
         known = json.loads(record.read_text())
-        if _alive(known["pid"]):
+        if process_alive(known["pid"]):
             return known["address"]
     port = unused_port()
     log = (data_dir / "ray-head.log").open("ab")
@@ -138,10 +139,10 @@ def stop_local_head(data_dir: Path) -> None:
     if not record.is_file():
         return
     pid = json.loads(record.read_text())["pid"]
-    if _alive(pid):
+    if process_alive(pid):
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + 30
-        while _alive(pid) and time.monotonic() < deadline:
+        while process_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.2)
     record.unlink(missing_ok=True)
     shutil.rmtree(temp_dir(data_dir), ignore_errors=True)

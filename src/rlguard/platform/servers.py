@@ -24,6 +24,7 @@ from pathlib import Path
 
 from rlguard.errors import InputError
 from rlguard.io import write_text
+from rlguard.platform.ray_head import process_alive
 
 DATA_DIR_ENV = "RLGUARD_DATA_DIR"
 RUNTIME_DIR_ENV = "RLGUARD_RUNTIME_DIR"
@@ -41,7 +42,9 @@ class Running:
     db: str  # the store's URL
 
     def alive(self) -> bool:
-        return _started(self.pid) == self.started if self.started is not None else _alive(self.pid)
+        if self.started is None:
+            return process_alive(self.pid)
+        return _started(self.pid) == self.started
 
     def store(self) -> str:
         """Where its store is, in words (a URL's password hidden)."""
@@ -96,16 +99,6 @@ def _started(pid: int) -> int | None:
     except OSError:
         return None
     return int(fields[19])  # field 22, starttime; fields[0] is field 3
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _records(registry: Path) -> Iterator[tuple[Path, Running | None]]:
