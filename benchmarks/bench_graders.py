@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from rlguard.io import write_json
-from rlguard.platform.finetune.graders.parse import parse_grader
-from rlguard.platform.finetune.graders.templates import sample_of
-from rlguard.platform.finetune.graders.text_similarity import METRICS, meteor_synonyms
+from rlguard.judges.graders.parse import parse_grader
+from rlguard.judges.graders.templates import sample_of
+from rlguard.judges.graders.text_similarity import METRICS, meteor_synonyms
 
 RESULTS = Path(__file__).parent / "results"
 WORDS = [

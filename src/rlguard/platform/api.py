@@ -179,7 +179,7 @@ def create_app(platform: Platform, ingest: EvalIngest, deposits: Deposits) -> Fa
     from rlguard.platform.api_workdirs import upload_limit
     from rlguard.platform.finetune.files import PATH as FILES
     from rlguard.platform.finetune.files import router as file_routes
-    from rlguard.platform.finetune.graders.routes import router as grader_routes
+    from rlguard.platform.finetune.grader_routes import router as grader_routes
     from rlguard.platform.finetune.models import router as model_routes
 
     app = FastAPI(title="rlguard platform", version="1", docs_url=None, redoc_url=None)

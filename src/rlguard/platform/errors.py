@@ -7,14 +7,13 @@ store before a request has passed validation, so a refused request leaves it unc
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from rlguard.errors import shown
 
 MAX_BODY_BYTES = 1 << 20
 
@@ -46,11 +45,6 @@ def error_body(
         status_code=status,
         headers=headers,
     )
-
-
-def shown(value: Any) -> str:
-    text = json.dumps(value, default=str)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 async def on_api_error(request: Request, exc: Exception) -> JSONResponse:

@@ -13,7 +13,7 @@ from openai.types.fine_tuning.alpha import GraderRunResponse, GraderValidateResp
 from sdk_server import served
 
 from hostile_programs import LIMITS
-from rlguard.platform.finetune.graders import python
+from rlguard.judges.graders import python
 
 STRING_CHECK = {
     "type": "string_check",

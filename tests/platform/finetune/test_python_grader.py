@@ -12,10 +12,10 @@ import pytest
 
 from hostile_programs import ATTACKS, LIMITS, sandboxes_cleaned_up
 from rlguard.judges import sandbox
-from rlguard.platform.finetune.graders import python
-from rlguard.platform.finetune.graders.base import GraderError
-from rlguard.platform.finetune.graders.parse import parse_grader
-from rlguard.platform.finetune.graders.templates import sample_of
+from rlguard.judges.graders import python
+from rlguard.judges.graders.base import GraderError
+from rlguard.judges.graders.parse import parse_grader
+from rlguard.judges.graders.templates import sample_of
 
 BENIGN = "def grade(sample, item):\n    return 1.0"
 

@@ -10,12 +10,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from rlguard.platform.finetune.graders import formula
-from rlguard.platform.finetune.graders.base import Grade, Grader, GraderError
-from rlguard.platform.finetune.graders.python import PythonGrader
-from rlguard.platform.finetune.graders.score_model import ScoreModelGrader
-from rlguard.platform.finetune.graders.string_check import StringCheckGrader
-from rlguard.platform.finetune.graders.text_similarity import TextSimilarityGrader
+from rlguard.judges.graders import formula
+from rlguard.judges.graders.base import Grade, Grader, GraderError
+from rlguard.judges.graders.python import PythonGrader
+from rlguard.judges.graders.score_model import ScoreModelGrader
+from rlguard.judges.graders.string_check import StringCheckGrader
+from rlguard.judges.graders.text_similarity import TextSimilarityGrader
 
 SubGrader = Annotated[
     StringCheckGrader | TextSimilarityGrader | PythonGrader | ScoreModelGrader,

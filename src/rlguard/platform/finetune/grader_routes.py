@@ -12,11 +12,11 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel
 
+from rlguard.judges.graders.base import GraderError
+from rlguard.judges.graders.parse import parse_grader
+from rlguard.judges.graders.templates import sample_of
 from rlguard.platform.api import Reader
 from rlguard.platform.errors import ApiError
-from rlguard.platform.finetune.graders.base import GraderError
-from rlguard.platform.finetune.graders.parse import parse_grader
-from rlguard.platform.finetune.graders.templates import sample_of
 
 router = APIRouter()
 PATH = "/v1/fine_tuning/alpha/graders"

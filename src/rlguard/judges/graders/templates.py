@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator
 
-from rlguard.platform.finetune.graders.base import GraderError
+from rlguard.judges.graders.base import GraderError
 
 TEMPLATE = re.compile(r"\{\{\s*(.*?)\s*\}\}")
 NAMESPACES = ("item", "sample")

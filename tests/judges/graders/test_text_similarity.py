@@ -13,10 +13,10 @@ from rouge_score.rouge_scorer import RougeScorer
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
 import import_graph
-from rlguard.platform.finetune.graders.base import GraderError
-from rlguard.platform.finetune.graders.parse import parse_grader
-from rlguard.platform.finetune.graders.templates import sample_of
-from rlguard.platform.finetune.graders.text_similarity import meteor_synonyms
+from rlguard.judges.graders.base import GraderError
+from rlguard.judges.graders.parse import parse_grader
+from rlguard.judges.graders.templates import sample_of
+from rlguard.judges.graders.text_similarity import meteor_synonyms
 
 PAIRS = [  # (model output, reference)
     ("The cat sat on the mat.", "The cat sat on the mat."),
@@ -96,5 +96,5 @@ def test_cosine_is_refused_naming_the_missing_embedding_model() -> None:
 
 def test_the_server_loads_nltk_and_rouge_score_only_when_a_grader_needs_them() -> None:
     """Their import takes seconds: `rlguard serve` should not pay it at start."""
-    code = "import rlguard.platform.finetune.graders.routes"
+    code = "import rlguard.platform.finetune.grader_routes"
     assert import_graph.imported_after(code, ("nltk", "rouge_score")) == set()

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from rlguard.platform.finetune.graders.parse import parse_grader
-from rlguard.platform.finetune.graders.templates import sample_of
+from rlguard.judges.graders.parse import parse_grader
+from rlguard.judges.graders.templates import sample_of
 
 CASES = [  # input, reference, operation, expected
     ("Paris", "Paris", "eq", 1.0),

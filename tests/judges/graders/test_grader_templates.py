@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from rlguard.platform.finetune.graders.base import GraderError
-from rlguard.platform.finetune.graders.templates import check, render, sample_of
+from rlguard.judges.graders.base import GraderError
+from rlguard.judges.graders.templates import check, render, sample_of
 
 ITEM = {"answer": "4", "meta": {"tags": ["math", "easy"], "level": 2, "ok": True}}
 

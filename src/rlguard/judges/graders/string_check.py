@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
-from rlguard.platform.finetune.graders import templates
-from rlguard.platform.finetune.graders.base import Grade, Grader
+from rlguard.judges.graders import templates
+from rlguard.judges.graders.base import Grade, Grader
 
 OPERATIONS: dict[str, Callable[[str, str], bool]] = {
     "eq": lambda a, b: a == b,

@@ -22,8 +22,8 @@ from typing import Any, Literal
 from pydantic import field_validator
 
 from rlguard.judges.code import Program
+from rlguard.judges.graders.base import Grade, Grader, GraderError
 from rlguard.judges.sandbox import Limits, SandboxError, run_program
-from rlguard.platform.finetune.graders.base import Grade, Grader, GraderError
 
 DEFAULT_IMAGE = "2025-05-08"  # OpenAI's default image_tag
 MAX_SOURCE_BYTES = 256 * 1024  # OpenAI's limit on a python grader's source

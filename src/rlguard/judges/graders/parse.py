@@ -7,9 +7,9 @@ from typing import Annotated, Any
 
 from pydantic import Field, TypeAdapter, ValidationError
 
-from rlguard.platform.errors import shown
-from rlguard.platform.finetune.graders.base import GraderError
-from rlguard.platform.finetune.graders.multi import MultiGrader, SubGrader
+from rlguard.errors import shown
+from rlguard.judges.graders.base import GraderError
+from rlguard.judges.graders.multi import MultiGrader, SubGrader
 
 AnyGrader = Annotated[SubGrader | MultiGrader, Field(discriminator="type")]
 _ADAPTER: TypeAdapter[AnyGrader] = TypeAdapter(AnyGrader)

@@ -26,8 +26,8 @@ from pydantic import field_validator
 from rapidfuzz import fuzz
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
-from rlguard.platform.finetune.graders import templates
-from rlguard.platform.finetune.graders.base import Grade, Grader
+from rlguard.judges.graders import templates
+from rlguard.judges.graders.base import Grade, Grader
 
 Metric = Literal[
     "cosine",

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import field_validator
 
-from rlguard.platform.finetune.graders.base import Grader
+from rlguard.judges.graders.base import Grader
 
 
 class ScoreModelGrader(Grader):

@@ -8,10 +8,10 @@ import math
 
 import pytest
 
-from rlguard.platform.finetune.graders.base import GraderError
-from rlguard.platform.finetune.graders.formula import FormulaError, evaluate
-from rlguard.platform.finetune.graders.parse import parse_grader
-from rlguard.platform.finetune.graders.templates import sample_of
+from rlguard.judges.graders.base import GraderError
+from rlguard.judges.graders.formula import FormulaError, evaluate
+from rlguard.judges.graders.parse import parse_grader
+from rlguard.judges.graders.templates import sample_of
 
 A, B = 0.5, 0.25
 FORMULAS = {  # OpenAI's operators and functions, and Python's value of each
