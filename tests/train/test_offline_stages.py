@@ -74,6 +74,9 @@ def train_stage(monkeypatch, capsys, tmp: Path, config: dict[str, Any]) -> Path:
     assert payload == {"stage": config["stage"], "model": str(tmp / "out" / "final")}
     final = Path(payload["model"])
     assert (final / "model.safetensors").is_file()
+    rows = len(Path(config["data"]).read_text().splitlines())
+    steps = config.get("epochs", 1) * -(-rows // config.get("batch_size", 8))  # the defaults
+    assert json.loads((final / "trainer_state.json").read_text()) == {"global_step": steps}
     return final
 
 
@@ -112,9 +115,9 @@ def test_sft_lowers_completion_nll_and_saves_a_loadable_model(
     saved: list[torch.nn.Module] = []
     save_final = offline.save_final
 
-    def spy(model, tokenizer, output_dir):  # keeps the in-memory model to compare with
+    def spy(model, tokenizer, output_dir, steps):  # keeps the in-memory model to compare with
         saved.append(model)
-        return save_final(model, tokenizer, output_dir)
+        return save_final(model, tokenizer, output_dir, steps)
 
     monkeypatch.setattr(offline, "save_final", spy)
     config = stage_config(world, tmp_path, "sft", data, epochs=2, learning_rate=1e-3)

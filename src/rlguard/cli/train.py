@@ -125,8 +125,13 @@ def train(
                 leave_exit_code(PREEMPTED_EXIT)
             raise typer.Exit(PREEMPTED_EXIT)  # checkpointed: "resume me", not "done"
         return
+    from rlguard.platform.client import JobReporter
     from rlguard.train.offline import run_dpo, run_reward_model, run_sft
 
     runners = {"sft": run_sft, "reward": run_reward_model, "dpo": run_dpo}
     final = runners[stage](cfg, progress)
+    reporter = JobReporter.from_env()
+    if reporter is not None:  # under the platform: the model goes to its store
+        steps = json.loads((final / "trainer_state.json").read_text())["global_step"]
+        reporter.checkpoint(steps, str(final))
     print(json.dumps({"stage": stage, "model": str(final)}))

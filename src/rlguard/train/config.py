@@ -64,15 +64,22 @@ class ModelSpec(FrozenConfig):
 
 class RewardSpec(FrozenConfig):
     """A reward model: an HF sequence classifier (path) or a Python callable 'module:function'
-    (or 'file.py:function') taking (prompts, completions) and returning floats."""
+    (or 'file.py:function') taking (prompts, completions) and returning floats; a callable with
+    a `metadata` parameter also gets each prompt's metadata (as TRL's reward functions get the
+    dataset's columns), and `options` as keyword arguments."""
 
     model: str | None = None
     function: str | None = None
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="a function's keyword arguments"
+    )
 
     @model_validator(mode="after")
     def _one_source(self) -> RewardSpec:
         if (self.model is None) == (self.function is None):
             raise ValueError("give exactly one of model or function")
+        if self.options and self.function is None:
+            raise ValueError("options are a function's keyword arguments (give a function)")
         return self
 
 

@@ -47,7 +47,7 @@ def evaluate(
         metadata = [held_out.metadata[i] for i in answers.prompt_index]
         verdicts = task.judges.judge(asked, answers.texts, metadata)
         pass_rate = sum(v == 1 for v in verdicts) / len(verdicts)
-        reward = float(score(task.reward, asked, answers.texts).mean())
+        reward = float(score(task.reward, asked, answers.texts, metadata=metadata).mean())
         name = f"eval/{task.name}"
         metrics[f"{name}/constraint_satisfaction"] = pass_rate
         metrics[f"{name}/reward"] = reward
@@ -58,7 +58,7 @@ def evaluate(
         task.judges.reset()
         task_score = pass_rate
         if task.gold is not None:
-            task_score = float(score(task.gold, asked, answers.texts).mean())
+            task_score = float(score(task.gold, asked, answers.texts, metadata=metadata).mean())
             metrics[f"{name}/gold"] = task_score
         score_sum += task.config.weight * task_score
         proxy_sum += task.config.weight * reward

@@ -18,6 +18,7 @@ from rich.progress import Progress
 from transformers import AutoModelForSequenceClassification, PreTrainedTokenizerBase
 
 from rlguard.errors import InputError
+from rlguard.io import write_json
 from rlguard.jsonl import field, read_jsonl
 from rlguard.train.checkpoint import replace_dir
 from rlguard.train.config import FrozenConfig, ModelSpec, model_paths
@@ -87,7 +88,8 @@ def fit(
     rows: list,
     loss_fn: Callable[[list], tuple[torch.Tensor, dict[str, float]]],
     progress: bool = True,
-) -> None:
+) -> int:
+    """Train on `rows`; the number of optimizer steps taken."""
     output = Path(config.output_dir)
     output.mkdir(parents=True, exist_ok=True)
     log = MetricsLog(output, config.tensorboard)
@@ -105,13 +107,19 @@ def fit(
             log.log(step, {"loss": float(loss.detach()), **stats})
             bar.advance(job)
     log.close()
+    return total
 
 
-def save_final(model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, output_dir: str) -> Path:
+def save_final(
+    model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, output_dir: str, steps: int
+) -> Path:
+    """The model and tokenizer in `final/`, with HF Trainer's `trainer_state.json` saying after
+    how many steps (the platform names the checkpoint by it)."""
     final = Path(output_dir) / "final"
     tmp = Path(output_dir) / ".tmp-final"
     model.save_pretrained(tmp, safe_serialization=True)
     tokenizer.save_pretrained(tmp)
+    write_json(tmp / "trainer_state.json", {"global_step": steps})
     replace_dir(tmp, final)
     return final
 
@@ -130,8 +138,8 @@ def run_sft(config: SFTConfig, progress: bool = True) -> Path:
         logp = token_logprobs(model, encoded)
         return -logp.sum() / encoded.completion_mask.sum(), {}
 
-    fit(config, list(model.parameters()), rows, loss_fn, progress)
-    return save_final(model, tokenizer, config.output_dir)
+    steps = fit(config, list(model.parameters()), rows, loss_fn, progress)
+    return save_final(model, tokenizer, config.output_dir, steps)
 
 
 def run_reward_model(config: RewardModelConfig, progress: bool = True) -> Path:
@@ -160,8 +168,8 @@ def run_reward_model(config: RewardModelConfig, progress: bool = True) -> Path:
             "accuracy": preference_accuracy(chosen, rejected)
         }
 
-    fit(config, list(model.parameters()), rows, loss_fn, progress)
-    return save_final(model, tokenizer, config.output_dir)
+    steps = fit(config, list(model.parameters()), rows, loss_fn, progress)
+    return save_final(model, tokenizer, config.output_dir, steps)
 
 
 def run_dpo(config: DPOConfig, progress: bool = True) -> Path:
@@ -192,5 +200,5 @@ def run_dpo(config: DPOConfig, progress: bool = True) -> Path:
         margin = (chosen - ref_chosen) - (rejected - ref_rejected)
         return losses.mean(), {"accuracy": float((margin > 0).float().mean())}
 
-    fit(config, list(model.parameters()), rows, loss_fn, progress)
-    return save_final(model, tokenizer, config.output_dir)
+    steps = fit(config, list(model.parameters()), rows, loss_fn, progress)
+    return save_final(model, tokenizer, config.output_dir, steps)

@@ -8,10 +8,13 @@ and rewards are comparable across prompts and tasks.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
+import inspect
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 from transformers import (
@@ -24,7 +27,8 @@ from transformers import (
 from rlguard.errors import InputError
 from rlguard.train.config import RewardSpec
 
-RewardFunction = Callable[[Sequence[str], Sequence[str]], Sequence[float] | torch.Tensor]
+RewardFunction = Callable[..., Sequence[float] | torch.Tensor]
+"""(prompts, completions) -> one float each; with a `metadata` parameter, each prompt's too."""
 
 
 def calibrated(reward: torch.Tensor, baseline_reward: torch.Tensor) -> torch.Tensor:
@@ -106,7 +110,16 @@ def load_reward(
         if not Path(spec.model).exists():
             raise InputError(f"{where}.model: no such model directory {spec.model}")
         return ClassifierReward.from_pretrained(spec.model, device, batch_size)
-    return load_callable(spec.function, f"{where}.function")  # type: ignore[arg-type]
+    function = load_callable(spec.function, f"{where}.function")  # type: ignore[arg-type]
+    return functools.partial(function, **spec.options) if spec.options else function
+
+
+def takes_metadata(reward: RewardFunction) -> bool:
+    """Whether a reward function wants each prompt's metadata (a `metadata` parameter)."""
+    try:
+        return "metadata" in inspect.signature(reward).parameters
+    except (TypeError, ValueError):  # a builtin or C callable without a signature
+        return False
 
 
 def score(
@@ -114,7 +127,12 @@ def score(
     prompts: Sequence[str],
     completions: Sequence[str],
     device: torch.device | None = None,
+    metadata: Sequence[dict[str, Any]] | None = None,
 ) -> torch.Tensor:
-    """float32 scores on `device` (default: where the reward function left them)."""
-    scores = reward(list(prompts), list(completions))
+    """float32 scores on `device` (default: where the reward function left them); `metadata`,
+    one per prompt, goes to a reward function that takes it."""
+    if metadata is not None and takes_metadata(reward):
+        scores = reward(list(prompts), list(completions), metadata=list(metadata))
+    else:
+        scores = reward(list(prompts), list(completions))
     return torch.as_tensor(scores, dtype=torch.float32, device=device)

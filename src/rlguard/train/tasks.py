@@ -47,8 +47,9 @@ class Task:
 
     def add_baselines(self, rows: list[int], texts: list[str]) -> None:
         prompts = [self.prompts.texts[i] for i in rows]
-        rewards = score(self.reward, prompts, texts)
-        passed = self.judges.judge(prompts, texts, [self.prompts.metadata[i] for i in rows])
+        metadata = [self.prompts.metadata[i] for i in rows]
+        rewards = score(self.reward, prompts, texts, metadata=metadata)
+        passed = self.judges.judge(prompts, texts, metadata)
         for row, text, reward, verdict in zip(rows, texts, rewards.tolist(), passed, strict=True):
             self.baselines[row] = Baseline(text, reward, verdict == 1)
 

@@ -196,7 +196,7 @@ class CGPOTrainer:
         prompt_texts = [prompts.texts[i] for i in rollouts.prompt_index]
         metadata = [prompts.metadata[i] for i in rollouts.prompt_index]
         verdicts = task.judges.judge(prompt_texts, rollouts.texts, metadata)
-        rewards = score(task.reward, prompt_texts, rollouts.texts, self.device)
+        rewards = score(task.reward, prompt_texts, rollouts.texts, self.device, metadata)
         with torch.no_grad(), self.reference.context():
             ref_logp = logprobs_in_chunks(
                 self.reference.model, rollouts, self.args.micro_batch_size, self.device
