@@ -180,6 +180,7 @@ def create_app(platform: Platform, ingest: EvalIngest, deposits: Deposits) -> Fa
     from rlguard.platform.finetune.files import PATH as FILES
     from rlguard.platform.finetune.files import router as file_routes
     from rlguard.platform.finetune.grader_routes import router as grader_routes
+    from rlguard.platform.finetune.jobs import router as fine_tuning_routes
     from rlguard.platform.finetune.models import router as model_routes
 
     app = FastAPI(title="rlguard platform", version="1", docs_url=None, redoc_url=None)
@@ -189,6 +190,7 @@ def create_app(platform: Platform, ingest: EvalIngest, deposits: Deposits) -> Fa
     app.include_router(file_routes)
     app.include_router(model_routes)
     app.include_router(grader_routes)
+    app.include_router(fine_tuning_routes)
     writes = ingest.reports.writes  # every job's report rate and allowance (job_writes.py)
     reports = WatchReports(platform, writes)  # watchers' warnings and deliveries
     steps = StepReports(platform, writes)  # jobs' step timings

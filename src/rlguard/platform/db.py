@@ -182,6 +182,28 @@ class File(Base):
     created_at: Mapped[float] = mapped_column(Float)
 
 
+class FineTuningJob(Base):
+    """OpenAI's fine-tuning job over the rlguard job that runs it (`job_id`): what OpenAI's
+    object reports that the job row does not hold; its status is the job's (finetune/views.py).
+    `model_deleted`: its fine-tuned model was deleted (`DELETE /v1/models/{id}`)."""
+
+    __tablename__ = "fine_tuning_jobs"
+    __table_args__ = (Index("ix_fine_tuning_jobs_tenant_created", "tenant_id", "created_at"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id"))
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"), unique=True)
+    model: Mapped[str] = mapped_column(String(200))
+    method: Mapped[dict[str, Any]] = mapped_column()  # type, resolved hyperparameters, grader
+    training_file: Mapped[str] = mapped_column(String(40))
+    validation_file: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    suffix: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    seed: Mapped[int] = mapped_column(Integer)
+    meta: Mapped[dict[str, Any] | None] = mapped_column("metadata", nullable=True)
+    model_deleted: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[float] = mapped_column(Float)
+
+
 def json_bytes(value: Any) -> int:
     """The bytes of `value` as a JSON column holds it (SQLAlchemy's `json.dumps` defaults)."""
     return len(json.dumps(value))

@@ -14,7 +14,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -231,8 +231,12 @@ class Platform:
 
     # ----- tenants' requests -----------------------------------------------------------------
 
-    def submit(self, tenant: Tenant, body: JobCreate) -> str:
-        """Validate and queue a job; the store holds it (committed) when this returns."""
+    def submit(
+        self, tenant: Tenant, body: JobCreate, attach: Callable[[str], Any] | None = None
+    ) -> str:
+        """Validate and queue a job; the store holds it (committed) when this returns.
+        `attach`: a row of the job's (given its id) committed with it, as OpenAI's fine-tuning
+        job is over the job that runs it, so neither is ever stored without the other."""
         job_id = new_id("job")
         job_dir = self.job_dir(job_id)
         admitted = jobspec.admit_spec(body, job_dir, self.views.vet(tenant.name, job_dir))
@@ -268,6 +272,8 @@ class Platform:
                 quote=quoted,
             )
             self.transition(s, job, states.VALIDATING)
+            if attach is not None:
+                s.add(attach(job_id))
             if self._validated(s, job, shipment):
                 self.transition(s, job, states.QUEUED)
         if job.status != states.QUEUED:
