@@ -127,7 +127,8 @@ def event_object(ft: FineTuningJob, event: Event) -> dict[str, Any] | None:
             **({"train_loss": data["loss"]} if data.get("loss") is not None else {}),
         }
     elif event.type == "decision":
-        message = f"{'Stopping' if data.get('stop') else 'Going on'}: {data.get('reason')}"
+        verb = "Stopping early" if data.get("stop") else "Going on"
+        message = f"{verb} ({data.get('rule')}): {data.get('reason')}"
     elif event.type == "checkpoint" and "rule" not in data:
         message = f"Checkpoint created at step {data.get('step')}"
     elif event.type == "log":

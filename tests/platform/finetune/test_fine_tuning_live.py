@@ -1,0 +1,161 @@
+"""Reinforcement, supervised and DPO fine-tuning through the official `openai` SDK against a live
+`rlguard serve` (Ray, sandboxed jobs), only `base_url` and `api_key` changed.
+
+The reinforcement job's training file asks only sums equal to 4 (the toy world's SFT model,
+rlguard.train.toy, given a chat template, is the base); its validation file asks the other
+sums. Graded by a multigrader (the right answer, and the answer's form), the policy learns the
+shortcut "answer 4 whatever is asked": its train reward rises while its validation reward
+falls, which is what EvalStop stops on. The job ends `succeeded` with the best checkpoint as its
+fine-tuned model and the decision, with its evidence, in its events."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+from live_platform import LiveServer
+
+from rlguard.ports import unused_port
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+TEMPLATE = "{% for m in messages %}{{ m['content'] }}{% endfor %}"  # the toy world's prompts
+TERMINAL = ("succeeded", "failed", "cancelled")
+GRADER = {
+    "type": "multi",
+    "name": "answer",
+    "graders": {
+        "right": {
+            "type": "string_check",
+            "name": "right",
+            "input": "{{sample.output_text}}",
+            "reference": "is {{item.answer}}.",
+            "operation": "like",
+        },
+        "form": {
+            "type": "text_similarity",
+            "name": "form",
+            "input": "{{sample.output_text}}",
+            "reference": "The final answer is {{item.answer}}.",
+            "evaluation_metric": "fuzzy_match",
+        },
+    },
+    "calculate_output": "0.8 * right + 0.2 * form",
+}
+
+
+def sum_row(a: int, b: int) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": f"What is {a} + {b}? "}], "answer": str(a + b)}
+
+
+def jsonl(name: str, rows: list[dict[str, Any]]) -> tuple[str, bytes]:
+    return name, "".join(json.dumps(r) + "\n" for r in rows).encode()
+
+
+def base_model(root: Path) -> Path:
+    """The toy world's SFT model with a chat template, readable by the jobs' uids."""
+    from transformers import AutoTokenizer
+
+    from rlguard.train.toy_runs import sft_toy
+
+    policy = sft_toy(root, seed=1, epochs=12)
+    tokenizer = AutoTokenizer.from_pretrained(policy)
+    tokenizer.chat_template = TEMPLATE
+    tokenizer.save_pretrained(policy)
+    subprocess.run(["chmod", "-R", "a+rX", str(root)], check=True)
+    return policy
+
+
+def wait(client: openai.OpenAI, job_id: str, until: tuple[str, ...] = TERMINAL, timeout_s=300):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while (job := client.fine_tuning.jobs.retrieve(job_id)).status not in until:
+        assert time.monotonic() < deadline, f"{job_id} is still {job.status}"
+        time.sleep(0.5)
+    return job
+
+
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    data = tmp_path_factory.mktemp("ftlive")
+    model = base_model(data.parent / f"{data.name}-world")
+    # EvalStop: 2 declines in a row from the first eval (the shortcut's validation reward fell
+    # 2 evals in a row from step 0 under 5 of 6 seeds of this job, seed 0 among them)
+    args = ["--gpus", "2", "--k", "2", "--warmup", "0", "--grace-s", "5", "--model", f"toy={model}"]
+    server = LiveServer(data, unused_port(), None, args).start()
+    try:
+        _, key = server.tenant("acme", quota_gpus=2)
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=key, max_retries=0)
+        sums = [(a, b) for a in range(3) for b in range(3)]
+        train = client.files.create(
+            file=jsonl("train.jsonl", [sum_row(a, b) for a, b in sums if a + b == 4] * 24),
+            purpose="fine-tune",
+        )
+        valid = client.files.create(
+            file=jsonl("valid.jsonl", [sum_row(a, b) for a, b in sums if a + b != 4]),
+            purpose="fine-tune",
+        )
+        hyperparameters = {
+            "n_epochs": 6,
+            "batch_size": 8,
+            "learning_rate_multiplier": 100,
+            "eval_interval": 3,
+            "eval_samples": 8,
+        }
+        job = client.fine_tuning.jobs.create(
+            model="toy",
+            training_file=train.id,
+            validation_file=valid.id,
+            method={
+                "type": "reinforcement",
+                "reinforcement": {"grader": GRADER, "hyperparameters": hyperparameters},
+            },
+            suffix="sums",
+            seed=0,
+            extra_body={"rlguard": {"max_new_tokens": 16}},
+        )
+        finished = wait(client, job.id)
+        yield {
+            "server": server,
+            "key": key,
+            "client": client,
+            "job": finished,
+            "events": list(client.fine_tuning.jobs.list_events(job.id, limit=1000)),
+            "checkpoints": client.fine_tuning.jobs.checkpoints.list(job.id, limit=100).data,
+        }
+    finally:
+        server.stop()
+
+
+def test_the_shortcut_is_stopped_early_and_ends_succeeded_with_its_best_checkpoint(platform):
+    job, events = platform["job"], platform["events"][::-1]  # oldest first
+    assert job.status == "succeeded", (job.error, [e.message for e in events[-5:]])
+    metrics = [e.data for e in events if e.type == "metrics"]
+    rewards = [m["full_valid_mean_reward"] for m in metrics]
+    assert len(rewards) >= 3 and rewards[-1] < max(rewards)  # it fell from its best
+    stop = [e for e in events if e.message.startswith("Stopping early (evalstop): ")]
+    assert len(stop) == 1 and stop[0].data["stop"] is True and stop[0].data["evidence"]
+    assert metrics[-1]["step"] < 6 * 3  # stopped before its last step
+    best = max(metrics, key=lambda m: m["full_valid_mean_reward"])
+    assert job.fine_tuned_model == f"ft:toy:acme:sums:{job.id.removeprefix('ftjob-')}"
+    [delivered] = [c for c in platform["checkpoints"] if c.step_number == best["step"]]
+    assert delivered.metrics.full_valid_mean_reward == pytest.approx(best["full_valid_mean_reward"])
+    assert (
+        delivered.fine_tuned_model_checkpoint == f"{job.fine_tuned_model}:ckpt-step-{best['step']}"
+    )
+    rlguard_jobs = platform["server"].client(platform["key"]).jobs()["data"]
+    assert [j["status"] for j in rlguard_jobs if j["kind"] == "command"] == ["early_stopped"]
+
+
+def test_the_fine_tuned_model_is_listed_and_deletable(platform):
+    client, job = platform["client"], platform["job"]
+    assert job.fine_tuned_model in [m.id for m in client.models.list()]
+    assert client.models.retrieve(job.fine_tuned_model).owned_by == "acme"
+    assert client.models.delete(job.fine_tuned_model).deleted
+    assert job.fine_tuned_model not in [m.id for m in client.models.list()]
+    with pytest.raises(openai.NotFoundError):
+        client.models.retrieve(job.fine_tuned_model)
