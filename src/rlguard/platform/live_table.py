@@ -46,7 +46,8 @@ class LiveTable:
         self.table.run_start_s[row] = now
 
     def leave(self, job_id: str, now: float, requeue: bool) -> None:
-        """The job's run ended at `now`: its time is banked; it waits again, or is done."""
+        """The job's run ended at `now`: its time is banked; it waits again, or is done (or
+        paused: `rejoin` brings it back)."""
         row = self.rows[job_id]
         t = self.table
         if t.running[row]:
@@ -56,6 +57,13 @@ class LiveTable:
             t.pending_since_s[row] = now
         else:
             self.active.discard(row)
+
+    def rejoin(self, job_id: str, now: float) -> None:
+        """A job that left unfinished (paused) waits again from `now`, its row and history kept
+        (the policies' attained service and evals go on from where it left)."""
+        row = self.rows[job_id]
+        self.table.pending_since_s[row] = now
+        self.active.add(row)
 
     def bank(self, job_id: str, seconds: float) -> None:
         """GPU time of a run that ended before a restart (a live run's is banked by `leave`)."""

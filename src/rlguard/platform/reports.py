@@ -262,9 +262,10 @@ class Reports:
         job: Job, seq: int, decision: dict[str, Any] | None, duplicate: bool
     ) -> dict[str, Any]:
         # A job stopping for good (an early stop, a cancel) is told to stop at this eval; a job
-        # being preempted is not: its SIGTERM makes it checkpoint and exit as preempted, and it is
-        # requeued, whereas a job that stopped on this answer would exit 0 and count as done.
-        stop = job.status == states.STOPPING and job.intent != states.PREEMPT
+        # being preempted or paused is not: its SIGTERM makes it checkpoint and exit as
+        # preempted, and it is requeued (or paused), whereas a job that stopped on this answer
+        # would exit 0 and count as done.
+        stop = job.status == states.STOPPING and job.intent not in (states.PREEMPT, states.PAUSE)
         return {
             "event_seq": seq,
             "duplicate": duplicate,

@@ -72,6 +72,16 @@ cluster's capacity changes first."""
 REQUEUED = {"lost": "run lost", "unplaced": f"not placed by Ray in {PLACE_TIMEOUT_S:.0f} s"}
 """Why a job whose run ended with no exit code goes back to the queue."""
 
+PAUSED_BY_USER = "paused by the user"
+
+BEING = {
+    states.EARLY_STOP: "being stopped by its rule",
+    states.CANCEL: "being cancelled",
+    states.PREEMPT: "being preempted",
+    states.PAUSE: "being paused",
+}
+"""A stopping job's intent, as a refusal names it."""
+
 
 def stored_newest_first(s: Session, job_id: str) -> tuple[str, ...]:
     """The store keys of a job's recorded checkpoints still held there, newest first (by step,
@@ -105,6 +115,17 @@ class IllegalTransition(Conflict):
 
     def __init__(self, job_id: str, previous: str | None, status: str) -> None:
         super().__init__(f"job {job_id} cannot go from {previous or 'new'} to {status}")
+
+
+def not_now(job: Job, action: str) -> Conflict:
+    """A pause or resume the job's status does not allow (a 409), saying what it is doing."""
+    if job.status in states.TERMINAL:
+        doing = f"has already ended ({job.status})"
+    elif job.status == states.STOPPING:
+        doing = f"is {BEING.get(job.intent or '', 'stopping')}"
+    else:
+        doing = f"is {job.status}"
+    return Conflict(f"job {job.id} cannot be {action}d: it {doing}")
 
 
 class Unauthorized(PermissionError):
@@ -345,6 +366,8 @@ class Platform:
         for run in runs:
             if run.ended_at is not None and run.running_at is not None:
                 self.table.bank(job.id, run.ended_at - run.running_at)
+        if job.status == states.PAUSED:  # held, but out of the policies' sight until resumed
+            self.table.leave(job.id, time.time(), requeue=False)
 
     def reattach(self, job: Job, run: Run) -> bool:
         """Take back a job's current run if Ray still has its actor; False if it is lost (for
@@ -368,15 +391,62 @@ class Platform:
             if job.status in states.TERMINAL:
                 raise Conflict(f"job {job_id} has already ended ({job.status})")
             active = self.active[job_id]
-            if job.status == states.QUEUED:
+            if job.status in (states.QUEUED, states.PAUSED):
                 self._finish(s, job, states.CANCELLED, "cancelled by the user")
                 return
-            if job.intent in (None, states.PREEMPT):
+            if job.intent in (None, states.PREEMPT, states.PAUSE):
                 if job.status != states.STOPPING:
                     self.transition(s, job, states.STOPPING, "cancelled by the user")
                 job.intent = active.intent = states.CANCEL
         if active.handle is not None:
             self.executor.stop(active.handle, self.grace_s)
+
+    def pause(self, job_id: str) -> None:
+        """Take a job off the cluster until `resume` (OpenAI's pause): a queued job is paused at
+        once; one on its GPUs is stopped as a preempted one is (SIGTERM: a trainer checkpoints;
+        SIGKILL after the grace) and is paused when its run ends, or succeeded if it finished
+        first. A job being preempted is paused instead of requeued."""
+        with self.lock:
+            with self.store.transaction() as s:
+                job = s.get(Job, job_id)
+                if job is None:
+                    raise NotFound(job_id)
+                active = self.active.get(job_id)
+                on_gpus = job.status in (states.STARTING, states.RUNNING)
+                preempting = job.status == states.STOPPING and job.intent == states.PREEMPT
+                if active is None or not (job.status == states.QUEUED or on_gpus or preempting):
+                    raise not_now(job, "pause")
+                if job.status == states.QUEUED:
+                    self.transition(s, job, states.PAUSED, PAUSED_BY_USER)
+                else:
+                    if on_gpus:
+                        self.transition(s, job, states.STOPPING, PAUSED_BY_USER)
+                    job.intent = active.intent = states.PAUSE
+            if job.status == states.PAUSED:
+                self._left_paused(active, time.time())
+                self.dirty.set()
+        if on_gpus and active.handle is not None:  # a preempted one was told already
+            self.executor.stop(active.handle, self.grace_s)
+
+    def resume(self, job_id: str) -> None:
+        """Queue a paused job again; its next attempt restores its newest stored checkpoint
+        (`launch`), as a preempted job's does."""
+        with self.lock:
+            with self.store.transaction() as s:
+                job = s.get(Job, job_id)
+                if job is None:
+                    raise NotFound(job_id)
+                if job.status != states.PAUSED:
+                    raise not_now(job, "resume")
+                self.transition(s, job, states.QUEUED, "resumed by the user")
+            self.table.rejoin(job_id, time.time())
+        self.dirty.set()
+
+    def _left_paused(self, active: Active, now: float) -> None:
+        """A paused job holds no place in the queue and is out of the policies' view; its GPU
+        time is banked, so nothing is billed or counted against its budget while it is paused."""
+        active.queue_position = None
+        self.table.leave(active.job_id, now, requeue=False)
 
     # ----- the lifecycle (called by the scheduling loop) -------------------------------------
 
@@ -564,6 +634,7 @@ class Platform:
             lost = exit_code is None and active.intent is None and placed
             unplaced = not placed and active.intent in (None, states.PREEMPT)
             requeue = (active.intent == states.PREEMPT and exit_code != 0) or lost or unplaced
+            paused = active.intent == states.PAUSE and exit_code != 0  # exit 0: it finished
             run.status, run.ended_at, run.exit_code = "ended", now, exit_code
             if run.running_at is not None:  # only what ran is billed
                 job.gpu_seconds += job.gpus * (now - run.running_at)
@@ -580,6 +651,9 @@ class Platform:
                 preempted = active.intent == states.PREEMPT
                 reason = "preempted" if preempted else REQUEUED[run.end_reason]
                 self.transition(s, job, states.QUEUED, reason)
+                job.intent = active.intent = None
+            elif paused:
+                self.transition(s, job, states.PAUSED, PAUSED_BY_USER)
                 job.intent = active.intent = None
             elif active.intent == states.EARLY_STOP:
                 progress = self.table.last_progress(job_id)
@@ -604,6 +678,8 @@ class Platform:
         active.handle, active.kill_at = None, None
         if requeue:
             self.table.leave(job_id, now, requeue=True)
+        elif paused:
+            self._left_paused(active, now)
         if exit_code is None and placed:  # its node may be the one that died: count it out
             self.refresh_capacity()  # before the next pass hands that node's GPUs out again
         self.dirty.set()

@@ -79,6 +79,34 @@ def wait(client: openai.OpenAI, job_id: str, until: tuple[str, ...] = TERMINAL, 
     return job
 
 
+def offline_jobs(client: openai.OpenAI, sums: list[tuple[int, int]]) -> dict[str, Any]:
+    """A supervised and a DPO job on demonstrations and preference pairs of every sum."""
+
+    def answer(a: int, b: int, shift: int = 0) -> dict[str, str]:
+        return {"role": "assistant", "content": f"The final answer is {a + b + shift}."}
+
+    chats = [{"messages": [*sum_row(a, b)["messages"], answer(a, b)]} for a, b in sums]
+    pairs = [
+        {
+            "input": {"messages": sum_row(a, b)["messages"]},
+            "preferred_output": [answer(a, b)],
+            "non_preferred_output": [answer(a, b, shift=1)],
+        }
+        for a, b in sums
+    ]
+    made = {}
+    for method, rows in (("supervised", chats), ("dpo", pairs)):
+        upload = client.files.create(file=jsonl(f"{method}.jsonl", rows * 2), purpose="fine-tune")
+        settings = {"hyperparameters": {"n_epochs": 1, "batch_size": 6}}
+        made[method] = client.fine_tuning.jobs.create(
+            model="toy",
+            training_file=upload.id,
+            method={"type": method, method: settings},
+            suffix=method,
+        )
+    return made
+
+
 @pytest.fixture(scope="module")
 def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     data = tmp_path_factory.mktemp("ftlive")
@@ -118,12 +146,14 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
             seed=0,
             extra_body={"rlguard": {"max_new_tokens": 16}},
         )
+        offline = offline_jobs(client, sums)
         finished = wait(client, job.id)
         yield {
             "server": server,
             "key": key,
             "client": client,
             "job": finished,
+            "offline": {method: wait(client, made.id) for method, made in offline.items()},
             "events": list(client.fine_tuning.jobs.list_events(job.id, limit=1000)),
             "checkpoints": client.fine_tuning.jobs.checkpoints.list(job.id, limit=100).data,
         }
@@ -148,7 +178,7 @@ def test_the_shortcut_is_stopped_early_and_ends_succeeded_with_its_best_checkpoi
         delivered.fine_tuned_model_checkpoint == f"{job.fine_tuned_model}:ckpt-step-{best['step']}"
     )
     rlguard_jobs = platform["server"].client(platform["key"]).jobs()["data"]
-    assert [j["status"] for j in rlguard_jobs if j["kind"] == "command"] == ["early_stopped"]
+    assert [j["status"] for j in rlguard_jobs if j["job_kind"] == "rlhf"] == ["early_stopped"]
 
 
 def test_the_fine_tuned_model_is_listed_and_deletable(platform):
@@ -159,3 +189,14 @@ def test_the_fine_tuned_model_is_listed_and_deletable(platform):
     assert job.fine_tuned_model not in [m.id for m in client.models.list()]
     with pytest.raises(openai.NotFoundError):
         client.models.retrieve(job.fine_tuned_model)
+
+
+@pytest.mark.parametrize("method", ["supervised", "dpo"])
+def test_supervised_and_dpo_jobs_succeed_with_their_final_model(platform, method: str):
+    client, job = platform["client"], platform["offline"][method]
+    assert job.status == "succeeded", job.error
+    assert job.fine_tuned_model == f"ft:toy:acme:{method}:{job.id.removeprefix('ftjob-')}"
+    [checkpoint] = client.fine_tuning.jobs.checkpoints.list(job.id).data
+    assert checkpoint.step_number == 3  # 1 epoch of 18 examples, 6 a batch
+    assert checkpoint.fine_tuned_model_checkpoint == f"{job.fine_tuned_model}:ckpt-step-3"
+    assert job.fine_tuned_model in [m.id for m in client.models.list()]
