@@ -187,6 +187,8 @@ ATTEMPTS = [
     ("events_after", "GET", "/v1/jobs/{job}/events?after=1&limit=5", None, "key"),
     ("stream", "GET", "/v1/jobs/{job}/events?stream=true", None, "key"),
     ("cancel", "POST", "/v1/jobs/{job}/cancel", None, "key"),
+    ("pause", "POST", "/v1/jobs/{job}/pause", None, "key"),
+    ("resume", "POST", "/v1/jobs/{job}/resume", None, "key"),
     ("checkpoints", "GET", "/v1/jobs/{job}/checkpoints", None, "key"),
     ("decisions", "GET", "/v1/jobs/{job}/decisions?stops_only=false", None, "key"),
     ("logs", "GET", "/v1/jobs/{job}/logs?tail=1000", None, "key"),

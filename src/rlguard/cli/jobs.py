@@ -241,6 +241,18 @@ def cancel(job_id: str, json_out: bool) -> None:
 
 
 @group.command(Arg("job_id", "the job's id"), json_flag())
+def pause(job_id: str, json_out: bool) -> None:
+    """Pause a job until resumed (a running one checkpoints and frees its GPUs)."""
+    _show(_call(_client().pause, job_id), json_out)
+
+
+@group.command(Arg("job_id", "the job's id"), json_flag())
+def resume(job_id: str, json_out: bool) -> None:
+    """Queue a paused job again (it resumes from its newest checkpoint)."""
+    _show(_call(_client().resume, job_id), json_out)
+
+
+@group.command(Arg("job_id", "the job's id"), json_flag())
 def checkpoints(job_id: str, json_out: bool) -> None:
     """A job's checkpoints; is_best marks the one delivered (best by eval score)."""
     _show(_call(_client().checkpoints, job_id), json_out)

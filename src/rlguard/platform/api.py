@@ -64,6 +64,7 @@ JobStatus = Literal[
     "starting",
     "running",
     "stopping",
+    "paused",
     "succeeded",
     "early_stopped",
     "failed",
@@ -241,17 +242,30 @@ def create_app(platform: Platform, ingest: EvalIngest, deposits: Deposits) -> Fa
             job = _visible_job(s, job_id, who)
             return _job_views(s, platform, [job], writes.limits.store_bytes)[0]
 
-    @app.post("/v1/jobs/{job_id}/cancel")
-    def cancel(job_id: str, who: Submitter) -> dict[str, Any]:
+    def _act(job_id: str, who: Caller, act: Callable[[str], None], conflict: str) -> dict[str, Any]:
+        """A tenant's request on its job (cancel, pause, resume): the job as it is after it;
+        a request its state does not allow is a 409 with `conflict` as its code."""
         with platform.store.transaction() as s:
             _visible_job(s, job_id, who)
         try:
-            platform.cancel(job_id)
+            act(job_id)
         except Conflict as e:
-            raise ApiError(409, str(e), "job_finished") from None
+            raise ApiError(409, str(e), conflict) from None
         except NotFound:
             raise ApiError(404, f"no job {job_id!r}", "job_not_found", "job_id") from None
         return get_job(job_id, who)
+
+    @app.post("/v1/jobs/{job_id}/cancel")
+    def cancel(job_id: str, who: Submitter) -> dict[str, Any]:
+        return _act(job_id, who, platform.cancel, "job_finished")
+
+    @app.post("/v1/jobs/{job_id}/pause")
+    def pause(job_id: str, who: Submitter) -> dict[str, Any]:
+        return _act(job_id, who, platform.pause, "invalid_state")
+
+    @app.post("/v1/jobs/{job_id}/resume")
+    def resume(job_id: str, who: Submitter) -> dict[str, Any]:
+        return _act(job_id, who, platform.resume, "invalid_state")
 
     def _events(s: Session, job_id: str, after: int, limit: int) -> list[Event]:
         query = select(Event).where(Event.job_id == job_id, Event.seq > after)

@@ -293,6 +293,15 @@ class Client:
     def cancel(self, job_id: str) -> dict[str, Any]:
         return _checked(self.http.post(f"/v1/jobs/{job_id}/cancel"))
 
+    def pause(self, job_id: str) -> dict[str, Any]:
+        """Off the cluster until resumed (a running job checkpoints first): `stopping`, then
+        `paused`; a queued one is `paused` at once."""
+        return _checked(self.http.post(f"/v1/jobs/{job_id}/pause"))
+
+    def resume(self, job_id: str) -> dict[str, Any]:
+        """A paused job queued again; it resumes from its newest stored checkpoint."""
+        return _checked(self.http.post(f"/v1/jobs/{job_id}/resume"))
+
     def events(self, job_id: str, after: int = 0, limit: int = 1000) -> dict[str, Any]:
         params = {"after": after, "limit": limit}
         return _checked(self.http.get(f"/v1/jobs/{job_id}/events", params=params))
