@@ -1,7 +1,7 @@
 // The jobs table: every job the key sees, kept live by the platform's event stream.
 import { duration, el, runningSeconds, score } from "./format.js";
 
-const STATES = ["validating", "queued", "starting", "running", "stopping",
+const STATES = ["validating", "queued", "starting", "running", "stopping", "paused",
   "succeeded", "early_stopped", "failed", "cancelled"];
 const REFRESH_MS = 250; // changed jobs are fetched again at most this often
 

@@ -6,7 +6,7 @@ const SVG = "http://www.w3.org/2000/svg";
 const LANE_PX = 22;
 const AXIS_PX = 22;
 const ENDS = { early_stop: "stopped by EvalStop", preempt: "preempted", cancel: "cancelled",
-  lost: "lost", exited: "exited" };
+  pause: "paused", lost: "lost", exited: "exited" };
 
 function svg(tag, attrs, text) {
   const node = document.createElementNS(SVG, tag);
