@@ -11,6 +11,8 @@ class EvalEvent:
 
     `score` is the noisy eval score in [0, 1]; `loss` the training loss at that point; `proxy` the
     proxy (reward-model) reward for RLHF jobs, None otherwise. `kind` lets a rule skip job types.
+    `metrics`: what else the job measured at this eval (its train reward since the last one, ...),
+    for people to read; no rule decides on it.
     """
 
     job_id: str
@@ -20,6 +22,7 @@ class EvalEvent:
     score: float
     loss: float
     proxy: float | None = None
+    metrics: dict[str, float] | None = None
 
 
 AT_LAST_EVAL = "at its last eval (nothing left to save): "

@@ -25,11 +25,11 @@ from rlguard.cluster.events import EvalEvent
 from rlguard.cluster.scheduler import Scheduler
 from rlguard.cluster.stopping.base import StopRule
 
-_FIELDS = ("job_id", "kind", "step", "progress", "score", "loss", "proxy")
+_FIELDS = ("job_id", "kind", "step", "progress", "score", "loss", "proxy", "metrics")
 assert tuple(f.name for f in fields(EvalEvent)) == _FIELDS and not hasattr(
     EvalEvent, "__post_init__"
 )
-_JOB_ID, _KIND, _STEP, _PROGRESS, _SCORE, _LOSS, _PROXY = (
+_JOB_ID, _KIND, _STEP, _PROGRESS, _SCORE, _LOSS, _PROXY, _METRICS = (
     getattr(EvalEvent, name).__set__ for name in _FIELDS
 )
 
@@ -53,6 +53,7 @@ def _event(
     _SCORE(event, score)
     _LOSS(event, loss)
     _PROXY(event, proxy)
+    _METRICS(event, None)  # a simulated job measures nothing else
     return event
 
 

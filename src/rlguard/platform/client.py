@@ -430,6 +430,7 @@ class JobReporter:
         proxy: float | None = None,
         kl: float | None = None,
         checkpoint: str | None = None,
+        metrics: dict[str, float] | None = None,
     ) -> dict[str, Any]:
         """Report one eval; the answer's `action` is "stop" when the job should stop now."""
         body = {
@@ -441,6 +442,8 @@ class JobReporter:
             "kl": kl,
             "checkpoint": checkpoint,
         }
+        if metrics:
+            body["metrics"] = {k: v for k, v in metrics.items() if math.isfinite(v)}
         wait = None if checkpoint is None else CHECKPOINT_WAIT_S
         return self._post(f"/v1/jobs/{self.job_id}/evals", body, wait)
 
@@ -493,7 +496,14 @@ class PlatformRule(StopRule):
         if self.best_dir is not None and event.score > self.best:
             self.best, checkpoint = event.score, self.best_dir
         answer = self.reporter.eval(
-            event.step, event.score, event.progress, event.loss, event.proxy, None, checkpoint
+            event.step,
+            event.score,
+            event.progress,
+            event.loss,
+            event.proxy,
+            None,
+            checkpoint,
+            event.metrics,
         )
         if answer["action"] == "stop":
             return Decision(True, answer["reason"] or "stopped by the platform")

@@ -159,7 +159,7 @@ class Reports:
         active = self.platform.active_job(job_id)
         if report.step in active.eval_steps:  # a re-sent report (a retry, or a resumed run)
             return self._answer(job, *self._stored(batch, job.id, report.step), duplicate=True)
-        data = report.model_dump(mode="json")
+        data = report.model_dump(mode="json", exclude=None if report.metrics else {"metrics"})
         checkpoint = None
         if stored is not None:
             metrics = self._eval_metrics(report)

@@ -165,6 +165,10 @@ class EvalReport(Strict):
     checkpoint: Text | None = Field(
         None, max_length=1000, description="where the weights of this eval are saved, if kept"
     )
+    metrics: Annotated[dict[str, Finite], AfterValidator(_small)] = Field(
+        default_factory=dict,
+        description="what else the job measured (its train reward since its last eval, ...)",
+    )
 
 
 class CheckpointReport(Strict):

@@ -126,6 +126,7 @@ class CGPOTrainer:
         self.best_score: float | None = None
         self.last_loss = 0.0
         self.stop_reason: str | None = None
+        self.train_rewards: dict[str, list[float]] = {}  # each task's, since the last eval
 
     def _device(self, model: str) -> torch.device:
         """A model's device: its `devices.<model>` override, else the run's `device`."""
@@ -337,6 +338,10 @@ class CGPOTrainer:
             "score": result.score,
             "loss": self.last_loss,
             "proxy": result.proxy,
+            "metrics": {
+                **{f"train/{k}": sum(v) / len(v) for k, v in self.train_rewards.items()},
+                **result.metrics,
+            },
         }
         return {"event": event, "metrics": result.metrics}
 
@@ -414,6 +419,7 @@ class CGPOTrainer:
                 improved = self.best_score is None or event["score"] > self.best_score
                 if improved:
                     self.best_score = event["score"]
+        self.train_rewards = {}  # the next eval's train reward is of the steps after this one
         self.best_score, improved = self.processes.broadcast((self.best_score, improved))
         if improved:
             self._save_best()
@@ -455,6 +461,9 @@ class CGPOTrainer:
                 metrics = self.training_step(step)
                 if log is not None:
                     log.log(step, metrics)
+                for name, value in metrics.items():
+                    if name.endswith("/reward"):
+                        self.train_rewards.setdefault(name, []).append(float(value))
                 if step % self.args.eval_every == 0 or step == self.args.steps:
                     self._on_eval(step, log)
                 # SIGTERM may reach one process first: all stop at the same step

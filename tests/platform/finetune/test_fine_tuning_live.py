@@ -1,17 +1,20 @@
 """Reinforcement, supervised and DPO fine-tuning through the official `openai` SDK against a live
 `rlguard serve` (Ray, sandboxed jobs), only `base_url` and `api_key` changed.
 
-The reinforcement job's training file asks only sums equal to 4 (the toy world's SFT model,
-rlguard.train.toy, given a chat template, is the base); its validation file asks the other
-sums. Graded by a multigrader (the right answer, and the answer's form), the policy learns the
-shortcut "answer 4 whatever is asked": its train reward rises while its validation reward
-falls, which is what EvalStop stops on. The job ends `succeeded` with the best checkpoint as its
-fine-tuned model and the decision, with its evidence, in its events."""
+The reinforcement job is the example of docs/platform.md, run as written. Its training file
+asks only sums equal to 4 (the toy world's SFT model, rlguard.train.toy, given a chat template,
+is the base); its validation file asks the other sums. Graded by a multigrader (the right
+answer, and the answer's form), the policy learns the shortcut "answer 4 whatever is asked":
+its train reward rises while its validation reward falls, which is what EvalStop stops on. The
+job ends `succeeded` with the best checkpoint as its fine-tuned model and the decision, with
+its evidence, in its events."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +22,7 @@ from typing import Any
 
 import openai
 import pytest
+from doc_blocks import blocks
 from live_platform import LiveServer
 
 from rlguard.ports import unused_port
@@ -26,27 +30,12 @@ from rlguard.ports import unused_port
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 TEMPLATE = "{% for m in messages %}{{ m['content'] }}{% endfor %}"  # the toy world's prompts
 TERMINAL = ("succeeded", "failed", "cancelled")
-GRADER = {
-    "type": "multi",
-    "name": "answer",
-    "graders": {
-        "right": {
-            "type": "string_check",
-            "name": "right",
-            "input": "{{sample.output_text}}",
-            "reference": "is {{item.answer}}.",
-            "operation": "like",
-        },
-        "form": {
-            "type": "text_similarity",
-            "name": "form",
-            "input": "{{sample.output_text}}",
-            "reference": "The final answer is {{item.answer}}.",
-            "evaluation_metric": "fuzzy_match",
-        },
-    },
-    "calculate_output": "0.8 * right + 0.2 * form",
-}
+
+
+def docs_example() -> str:
+    """The reinforcement example of docs/platform.md ("Coming from OpenAI fine-tuning")."""
+    [block] = [b.text for b in blocks("platform.md") if "fine_tuning.jobs.create(" in b.text]
+    return block
 
 
 def sum_row(a: int, b: int) -> dict[str, Any]:
@@ -119,43 +108,24 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
         _, key = server.tenant("acme", quota_gpus=2)
         client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=key, max_retries=0)
         sums = [(a, b) for a in range(3) for b in range(3)]
-        train = client.files.create(
-            file=jsonl("train.jsonl", [sum_row(a, b) for a, b in sums if a + b == 4] * 24),
-            purpose="fine-tune",
-        )
-        valid = client.files.create(
-            file=jsonl("valid.jsonl", [sum_row(a, b) for a, b in sums if a + b != 4]),
-            purpose="fine-tune",
-        )
-        hyperparameters = {
-            "n_epochs": 6,
-            "batch_size": 8,
-            "learning_rate_multiplier": 100,
-            "eval_interval": 3,
-            "eval_samples": 8,
-        }
-        job = client.fine_tuning.jobs.create(
-            model="toy",
-            training_file=train.id,
-            validation_file=valid.id,
-            method={
-                "type": "reinforcement",
-                "reinforcement": {"grader": GRADER, "hyperparameters": hyperparameters},
-            },
-            suffix="sums",
-            seed=0,
-            extra_body={"rlguard": {"max_new_tokens": 16}},
-        )
         offline = offline_jobs(client, sums)
-        finished = wait(client, job.id)
+        example = docs_example()
+        env = {**os.environ, "RLGUARD_URL": server.url, "RLGUARD_API_KEY": key}
+        done = subprocess.run(
+            [sys.executable, "-c", example], env=env, capture_output=True, text=True, timeout=600
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        printed = done.stdout.splitlines()
+        finished = client.fine_tuning.jobs.retrieve(printed[-1])
         yield {
             "server": server,
             "key": key,
             "client": client,
             "job": finished,
+            "printed": printed,
             "offline": {method: wait(client, made.id) for method, made in offline.items()},
-            "events": list(client.fine_tuning.jobs.list_events(job.id, limit=1000)),
-            "checkpoints": client.fine_tuning.jobs.checkpoints.list(job.id, limit=100).data,
+            "events": list(client.fine_tuning.jobs.list_events(finished.id, limit=1000)),
+            "checkpoints": client.fine_tuning.jobs.checkpoints.list(finished.id, limit=100).data,
         }
     finally:
         server.stop()
@@ -167,6 +137,8 @@ def test_the_shortcut_is_stopped_early_and_ends_succeeded_with_its_best_checkpoi
     metrics = [e.data for e in events if e.type == "metrics"]
     rewards = [m["full_valid_mean_reward"] for m in metrics]
     assert len(rewards) >= 3 and rewards[-1] < max(rewards)  # it fell from its best
+    train = [m["train_mean_reward"] for m in metrics[1:]]  # the first eval is before any step
+    assert train[-1] > train[0] and "train_mean_reward" not in metrics[0]  # the shortcut pays
     stop = [e for e in events if e.message.startswith("Stopping early (evalstop): ")]
     assert len(stop) == 1 and stop[0].data["stop"] is True and stop[0].data["evidence"]
     assert metrics[-1]["step"] < 6 * 3  # stopped before its last step
@@ -177,6 +149,9 @@ def test_the_shortcut_is_stopped_early_and_ends_succeeded_with_its_best_checkpoi
     assert (
         delivered.fine_tuned_model_checkpoint == f"{job.fine_tuned_model}:ckpt-step-{best['step']}"
     )
+    printed = platform["printed"]  # what the docs' example prints
+    assert printed[-2] == f"succeeded {job.fine_tuned_model}"
+    assert any(line.startswith("Stopping early (evalstop): ") for line in printed)
     rlguard_jobs = platform["server"].client(platform["key"]).jobs()["data"]
     assert [j["status"] for j in rlguard_jobs if j["job_kind"] == "rlhf"] == ["early_stopped"]
 

@@ -120,12 +120,7 @@ def event_object(ft: FineTuningJob, event: Event) -> dict[str, Any] | None:
     elif event.type == "eval":
         kind = "metrics"
         message = f"Step {data['step']}: validation reward {data['score']:.4f}"
-        data = {
-            "step": data["step"],
-            "valid_mean_reward": data["score"],
-            "full_valid_mean_reward": data["score"],
-            **({"train_loss": data["loss"]} if data.get("loss") is not None else {}),
-        }
+        data = metrics_data(data)
     elif event.type == "decision":
         verb = "Stopping early" if data.get("stop") else "Going on"
         message = f"{verb} ({data.get('rule')}): {data.get('reason')}"
@@ -144,6 +139,23 @@ def event_object(ft: FineTuningJob, event: Event) -> dict[str, Any] | None:
         "data": data,
         "type": kind,
     }
+
+
+def metrics_data(report: dict[str, Any]) -> dict[str, Any]:
+    """An eval report as OpenAI's metrics: the validation reward (the eval's score), the train
+    reward (the mean of the steps since the eval before), the loss."""
+    measured = report.get("metrics") or {}
+    train = [v for k, v in measured.items() if k.startswith("train/") and k.endswith("/reward")]
+    data = {
+        "step": report["step"],
+        "valid_mean_reward": report["score"],
+        "full_valid_mean_reward": report["score"],
+    }
+    if train:
+        data["train_mean_reward"] = sum(train) / len(train)
+    if report.get("loss") is not None:
+        data["train_loss"] = report["loss"]
+    return data
 
 
 def _state_message(data: dict[str, Any]) -> str:
