@@ -1,7 +1,7 @@
 """OpenAI's `/v1/files` as the official `openai` SDK uses it, against the app on loopback:
-upload, list, retrieve, content, delete parse into the SDK's own types; a bad line, a wrong
-purpose and a file over the cap are 4xx in OpenAI's error shape and store nothing; another
-tenant's file answers exactly as a missing one."""
+upload, list, retrieve, content, delete parse into the SDK's own types and conform to OpenAI's
+published OpenAPI description; a bad line, a wrong purpose and a file over the cap are 4xx in
+OpenAI's error shape and store nothing; another tenant's file answers exactly as a missing one."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 
 import openai
 import pytest
+from openapi_schema import checked
 from sdk_server import served
 
 CHAT = {"messages": [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"}]}
@@ -31,7 +32,9 @@ def stored(tmp_path: Path) -> list[Path]:
 def test_a_file_round_trips_through_the_sdk(tmp_path: Path) -> None:
     data = jsonl(CHAT, CHAT, PREFERENCE)
     with served(tmp_path) as (client, _):
-        made = client.files.create(file=("train.jsonl", data), purpose="fine-tune")
+        raw = client.files.with_raw_response
+        upload = {"file": ("train.jsonl", data), "purpose": "fine-tune"}
+        made = checked(raw.create, "/files", "post", **upload)
         assert isinstance(made, openai.types.FileObject)
         assert (made.filename, made.bytes, made.purpose, made.status) == (
             "train.jsonl",
@@ -40,13 +43,13 @@ def test_a_file_round_trips_through_the_sdk(tmp_path: Path) -> None:
             "processed",
         )
         other = client.files.create(file=("valid.jsonl", jsonl(CHAT)), purpose="fine-tune")
-        listed = client.files.list()
+        listed = checked(raw.list, "/files", "get")
         assert [f.id for f in listed.data] == [other.id, made.id]  # newest first
-        page = client.files.list(order="asc", limit=1)
+        page = checked(raw.list, "/files", "get", order="asc", limit=1)
         assert [f.id for f in page.data] == [made.id] and page.has_more
-        assert client.files.retrieve(made.id) == made
+        assert checked(raw.retrieve, "/files/{file_id}", "get", file_id=made.id) == made
         assert client.files.content(made.id).content == data
-        deleted = client.files.delete(made.id)
+        deleted = checked(raw.delete, "/files/{file_id}", "delete", file_id=made.id)
         assert isinstance(deleted, openai.types.FileDeleted) and deleted.deleted
         with pytest.raises(openai.NotFoundError, match=f"No such File object: {made.id}"):
             client.files.retrieve(made.id)

@@ -1,6 +1,7 @@
 """OpenAI's grader endpoints through the official `openai` SDK against the app on loopback:
-validate and run parse into the SDK's own types for every grader type; bad input is a 4xx in
-OpenAI's error shape naming the field, at validate where no sample is needed to see it."""
+validate and run parse into the SDK's own types, and conform to OpenAI's published OpenAPI
+description, for every grader type; bad input is a 4xx in OpenAI's error shape naming the
+field, at validate where no sample is needed to see it."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 import openai
 import pytest
 from openai.types.fine_tuning.alpha import GraderRunResponse, GraderValidateResponse
+from openapi_schema import checked
 from sdk_server import served
 
 from hostile_programs import LIMITS
@@ -40,6 +42,7 @@ MULTI = {
     "graders": {"exact": STRING_CHECK, "long": PYTHON},
     "calculate_output": "0.75 * exact + 0.25 * min(long, 1)",
 }
+GRADERS = "/fine_tuning/alpha/graders"
 SCORE_MODEL = {
     "type": "score_model",
     "name": "judge",
@@ -56,7 +59,8 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[openai.OpenAI]:
 
 
 def run(client: openai.OpenAI, grader: dict[str, Any], sample: str, item: Any) -> GraderRunResponse:
-    return client.fine_tuning.alpha.graders.run(grader=grader, model_sample=sample, item=item)
+    call = client.fine_tuning.alpha.graders.with_raw_response.run
+    return checked(call, f"{GRADERS}/run", "post", grader=grader, model_sample=sample, item=item)
 
 
 @pytest.mark.parametrize(
@@ -73,9 +77,10 @@ def run(client: openai.OpenAI, grader: dict[str, Any], sample: str, item: Any) -
 def test_validate_and_run_round_trip_through_the_sdk(
     client: openai.OpenAI, grader: dict[str, Any], sample: str, item: Any, reward: float
 ) -> None:
-    checked = client.fine_tuning.alpha.graders.validate(grader=grader)
-    assert isinstance(checked, GraderValidateResponse)
-    assert checked.grader is not None and checked.grader.to_dict() == grader
+    call = client.fine_tuning.alpha.graders.with_raw_response.validate
+    valid = checked(call, f"{GRADERS}/validate", "post", grader=grader)
+    assert isinstance(valid, GraderValidateResponse)
+    assert valid.grader is not None and valid.grader.to_dict() == grader
     got = run(client, grader, sample, item)
     assert isinstance(got, GraderRunResponse)
     assert got.reward == pytest.approx(reward)

@@ -1,5 +1,6 @@
 """The operator's base models: `--model NAME=PATH` checked in one line, and `/v1/models` as the
-official `openai` SDK reads it (list, retrieve, an unknown model a 404 in OpenAI's words)."""
+official `openai` SDK reads it (list, retrieve, as OpenAI's OpenAPI description has them; an
+unknown model a 404 in OpenAI's words)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import openai
 import pytest
 from in_process import http_server, in_process_platform
+from openapi_schema import checked
 
 from rlguard.errors import InputError
 from rlguard.platform.api import create_app
@@ -65,9 +67,10 @@ def test_the_sdk_lists_and_retrieves_the_base_models(tmp_path: Path) -> None:
         _, key = create_tenant(platform.store, "acme", 1)
         with http_server(create_app(platform, ingest, deposits)) as url:
             client = openai.OpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0)
-            listed = client.models.list()
+            raw = client.models.with_raw_response
+            listed = checked(raw.list, "/models", "get")
             assert [m.id for m in listed.data] == ["tiny-a", "tiny-b"]
-            model = client.models.retrieve("tiny-a")
+            model = checked(raw.retrieve, "/models/{model}", "get", model="tiny-a")
             assert isinstance(model, openai.types.Model) and model.owned_by == "rlguard"
             with pytest.raises(openai.NotFoundError, match="The model 'gpt-4o' does not exist"):
                 client.models.retrieve("gpt-4o")

@@ -32,6 +32,8 @@ MAX_FILENAME = 255
 
 
 def file_view(row: File) -> dict[str, Any]:
+    """OpenAI's File object; `expires_at` and `status_details` are left out, as the published
+    spec types them integer and string, not null (the SDK reads them as optional)."""
     return {
         "id": row.id,
         "object": "file",
@@ -40,8 +42,6 @@ def file_view(row: File) -> dict[str, Any]:
         "filename": row.filename,
         "purpose": row.purpose,
         "status": "processed",
-        "expires_at": None,
-        "status_details": None,
     }
 
 
