@@ -4,7 +4,7 @@ openai-subset.json, cut from github.com/openai/openai-openapi by openapi/extract
 
 Validation is openapi-schema-validator's OAS 3.1 dialect (JSON Schema 2020-12 with OpenAPI's
 vocabulary: `anyOf` with `type: null` for nullable fields, formats as OpenAPI defines them); the
-spec's schemas are used as published, but for one it is known to get wrong (`_corrected`).
+spec's schemas are used as published, but where they are known wrong (`_corrected`).
 """
 
 from __future__ import annotations
@@ -30,17 +30,42 @@ def spec() -> dict[str, Any]:
 
 
 def _corrected(spec: dict[str, Any]) -> dict[str, Any]:
+    """The spec where it is known wrong (each correction says how it knows)."""
+    schemas = spec["components"]["schemas"]
+    _named_graders(schemas["GraderMulti"]["properties"])
+    _paused(schemas["FineTuningJob"]["properties"]["status"])
+    _exclusive_minimum(spec)
+    return spec
+
+
+def _named_graders(multi: dict[str, Any]) -> None:
     """A multigrader's `graders` is a map of named graders (what `calculate_output` names, and
     what OpenAI's graders guide and its API take: the API refuses the spec's single grader,
     openai/openai-java#647), where the spec says one grader. Should the spec be fixed, the
-    assertion below fails and this correction goes."""
-    graders = spec["components"]["schemas"]["GraderMulti"]["properties"]["graders"]
-    assert set(graders) == {"oneOf"}, "GraderMulti.graders changed upstream: drop _corrected"
-    spec["components"]["schemas"]["GraderMulti"]["properties"]["graders"] = {
-        "type": "object",
-        "additionalProperties": graders,
-    }
-    return spec
+    assertion fails and this correction goes."""
+    assert set(multi["graders"]) == {"oneOf"}, "GraderMulti.graders changed upstream"
+    multi["graders"] = {"type": "object", "additionalProperties": multi["graders"]}
+
+
+def _paused(status: dict[str, Any]) -> None:
+    """A paused job's status is `paused`, as the spec's own example of POST .../pause answers,
+    but its enum of statuses lacks it."""
+    assert "paused" not in status["enum"], "FineTuningJob.status has `paused` upstream"
+    status["enum"] = [*status["enum"], "paused"]
+
+
+def _exclusive_minimum(node: Any) -> None:
+    """OpenAPI 3.0's `minimum: M, exclusiveMinimum: true` written in this 3.1 document, where
+    `exclusiveMinimum` is the bound itself (a boolean reads as the number 1, and refuses a
+    `learning_rate_multiplier` of 1.0): rewritten as 3.1's `exclusiveMinimum: M`."""
+    if isinstance(node, dict):
+        if node.get("exclusiveMinimum") is True and "minimum" in node:
+            node["exclusiveMinimum"] = node.pop("minimum")
+        for value in node.values():
+            _exclusive_minimum(value)
+    elif isinstance(node, list):
+        for value in node:
+            _exclusive_minimum(value)
 
 
 @cache

@@ -62,6 +62,44 @@ def test_a_multigrader_takes_named_graders() -> None:
         assert_conforms({"grader": bad}, "/fine_tuning/alpha/graders/validate", "post")
 
 
+JOB = {
+    "id": "ftjob-1",
+    "object": "fine_tuning.job",
+    "created_at": 1,
+    "error": None,
+    "finished_at": None,
+    "fine_tuned_model": None,
+    "hyperparameters": {"batch_size": 1, "learning_rate_multiplier": 1.0, "n_epochs": 1},
+    "model": "tiny",
+    "organization_id": "acme",
+    "result_files": [],
+    "status": "queued",
+    "trained_tokens": None,
+    "training_file": "file-1",
+    "validation_file": None,
+    "seed": 7,
+}
+
+
+@pytest.mark.parametrize("multiplier", [1.0, 0.001, "auto"])
+def test_a_positive_learning_rate_multiplier_conforms(multiplier: float | str) -> None:
+    """The spec's 3.0-style `exclusiveMinimum: true` means "above 0", not "above 1"."""
+    settings = {**JOB["hyperparameters"], "learning_rate_multiplier": multiplier}
+    body = {**JOB, "hyperparameters": settings}
+    assert_conforms(body, "/fine_tuning/jobs/{fine_tuning_job_id}", "get")
+
+
+def test_a_zero_multiplier_and_an_unknown_status_do_not_conform_but_paused_does() -> None:
+    zero = {**JOB, "hyperparameters": {**JOB["hyperparameters"], "learning_rate_multiplier": 0}}
+    with pytest.raises(AssertionError, match="learning_rate_multiplier"):
+        assert_conforms(zero, "/fine_tuning/jobs", "post")
+    assert_conforms(
+        {**JOB, "status": "paused"}, "/fine_tuning/jobs/{fine_tuning_job_id}/pause", "post"
+    )
+    with pytest.raises(AssertionError, match="'stopping' is not one of"):
+        assert_conforms({**JOB, "status": "stopping"}, "/fine_tuning/jobs", "post")
+
+
 def test_an_operation_or_status_not_in_the_subset_is_a_key_error() -> None:
     with pytest.raises(KeyError, match=r"GET /batches is not in openai-subset\.json"):
         assert_conforms({}, "/batches", "get")
