@@ -175,3 +175,44 @@ def test_supervised_and_dpo_jobs_succeed_with_their_final_model(platform, method
     assert checkpoint.step_number == 3  # 1 epoch of 18 examples, 6 a batch
     assert checkpoint.fine_tuned_model_checkpoint == f"{job.fine_tuned_model}:ckpt-step-3"
     assert job.fine_tuned_model in [m.id for m in client.models.list()]
+
+
+def test_a_job_pauses_resumes_and_cancels(platform):
+    client = platform["client"]
+    rows = [sum_row(a, b) for a in range(3) for b in range(3)]
+    upload = client.files.create(file=jsonl("all.jsonl", rows * 8), purpose="fine-tune")
+    grader = {
+        "type": "string_check",
+        "name": "right",
+        "input": "{{sample.output_text}}",
+        "reference": "is {{item.answer}}.",
+        "operation": "like",
+    }
+    job = client.fine_tuning.jobs.create(
+        model="toy",
+        training_file=upload.id,
+        method={
+            "type": "reinforcement",
+            "reinforcement": {
+                "grader": grader,
+                "hyperparameters": {"n_epochs": 50, "batch_size": 8, "eval_interval": 3},
+            },
+        },
+        extra_body={"rlguard": {"max_new_tokens": 8, "stop_policy": {"rule": "none"}}},
+    )
+    wait(client, job.id, until=("running",))
+    deadline = time.monotonic() + 120
+    while not client.fine_tuning.jobs.checkpoints.list(job.id).data:  # its first eval's model
+        assert time.monotonic() < deadline
+        time.sleep(0.5)
+    assert client.fine_tuning.jobs.pause(job.id).status in ("running", "paused")  # stopping
+    assert wait(client, job.id, until=("paused",)).status == "paused"
+    with pytest.raises(openai.ConflictError):
+        client.fine_tuning.jobs.pause(job.id)
+    assert client.fine_tuning.jobs.resume(job.id).status == "queued"
+    wait(client, job.id, until=("running",))
+    assert client.fine_tuning.jobs.cancel(job.id).status in ("running", "cancelled")
+    cancelled = wait(client, job.id)
+    assert cancelled.status == "cancelled" and cancelled.fine_tuned_model is None
+    messages = [e.message for e in client.fine_tuning.jobs.list_events(job.id, limit=1000)]
+    assert "Fine-tuning job starting (attempt 2)" in messages  # a second run, after the pause
