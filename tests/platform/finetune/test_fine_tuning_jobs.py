@@ -13,6 +13,7 @@ from typing import Any
 import openai
 import pytest
 from openai.types.fine_tuning import FineTuningJob, FineTuningJobEvent
+from openapi_schema import checked
 from sdk_server import served
 
 from rlguard.platform.finetune.base_models import parse_model
@@ -253,3 +254,31 @@ def test_bad_input_is_a_400_naming_the_field_and_creates_nothing(
     error = refused.value.body
     assert error["param"] == param and said in error["message"], error
     assert [j.id for j in a.fine_tuning.jobs.list(limit=100)] == before
+
+
+def test_every_answer_conforms_to_openais_published_schema(clients) -> None:
+    a, _, files = clients
+    jobs = a.fine_tuning.jobs.with_raw_response
+    job = checked(
+        lambda: jobs.create(
+            model="tiny",
+            training_file=files["prompts"],
+            method=reinforcement(),
+            metadata={"k": "v"},
+        ),
+        "/fine_tuning/jobs",
+        "post",
+    )
+    path = "/fine_tuning/jobs/{fine_tuning_job_id}"
+    checked(jobs.retrieve, path, "get", fine_tuning_job_id=job.id)
+    checked(jobs.list, "/fine_tuning/jobs", "get", limit=2)
+    checked(jobs.list_events, path + "/events", "get", fine_tuning_job_id=job.id)
+    checked(
+        a.fine_tuning.jobs.checkpoints.with_raw_response.list,
+        path + "/checkpoints",
+        "get",
+        fine_tuning_job_id=job.id,
+    )
+    checked(jobs.pause, path + "/pause", "post", fine_tuning_job_id=job.id)
+    checked(jobs.resume, path + "/resume", "post", fine_tuning_job_id=job.id)
+    checked(jobs.cancel, path + "/cancel", "post", fine_tuning_job_id=job.id)

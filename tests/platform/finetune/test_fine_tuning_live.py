@@ -24,6 +24,7 @@ import openai
 import pytest
 from doc_blocks import blocks
 from live_platform import LiveServer
+from openapi_schema import checked
 
 from rlguard.ports import unused_port
 
@@ -216,3 +217,18 @@ def test_a_job_pauses_resumes_and_cancels(platform):
     assert cancelled.status == "cancelled" and cancelled.fine_tuned_model is None
     messages = [e.message for e in client.fine_tuning.jobs.list_events(job.id, limit=1000)]
     assert "Fine-tuning job starting (attempt 2)" in messages  # a second run, after the pause
+
+
+def test_a_finished_jobs_answers_conform_to_openais_published_schema(platform):
+    client, job = platform["client"], platform["offline"]["supervised"]
+    jobs, path = client.fine_tuning.jobs.with_raw_response, "/fine_tuning/jobs/{fine_tuning_job_id}"
+    rft = platform["job"].id
+    checked(jobs.retrieve, path, "get", fine_tuning_job_id=rft)
+    events = checked(jobs.list_events, path + "/events", "get", fine_tuning_job_id=rft, limit=1000)
+    assert {e.type for e in events.data} == {"message", "metrics"}
+    listed = client.fine_tuning.jobs.checkpoints.with_raw_response.list
+    checked(listed, path + "/checkpoints", "get", fine_tuning_job_id=rft)
+    models = client.models.with_raw_response
+    assert job.fine_tuned_model in [m.id for m in checked(models.list, "/models", "get").data]
+    checked(models.retrieve, "/models/{model}", "get", model=job.fine_tuned_model)
+    checked(models.delete, "/models/{model}", "delete", model=job.fine_tuned_model)
