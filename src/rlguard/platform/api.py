@@ -178,6 +178,7 @@ def create_app(platform: Platform, ingest: EvalIngest, deposits: Deposits) -> Fa
     from rlguard.platform.api_workdirs import PATH as WORKDIRS
     from rlguard.platform.api_workdirs import router as workdir_routes
     from rlguard.platform.api_workdirs import upload_limit
+    from rlguard.platform.finetune.chat import router as chat_routes
     from rlguard.platform.finetune.files import PATH as FILES
     from rlguard.platform.finetune.files import router as file_routes
     from rlguard.platform.finetune.grader_routes import router as grader_routes
@@ -190,6 +191,7 @@ def create_app(platform: Platform, ingest: EvalIngest, deposits: Deposits) -> Fa
     app.include_router(workdir_routes)
     app.include_router(file_routes)
     app.include_router(model_routes)
+    app.include_router(chat_routes)
     app.include_router(grader_routes)
     app.include_router(fine_tuning_routes)
     writes = ingest.reports.writes  # every job's report rate and allowance (job_writes.py)

@@ -18,6 +18,7 @@ from rlguard.platform.ingest import EvalIngest
 from rlguard.platform.job_writes import JobWrites
 from rlguard.platform.jobenv import Software
 from rlguard.platform.reports import Reports
+from rlguard.platform.service import Platform
 from rlguard.platform.tenants import create_tenant
 
 
@@ -27,6 +28,16 @@ def served(
 ) -> Iterator[tuple[openai.OpenAI, openai.OpenAI]]:
     """Two tenants' SDK clients against one in-process platform served on loopback, with the
     operator's base `models`."""
+    with served_platform(tmp_path, file_mb, models) as (_, a, b):
+        yield a, b
+
+
+@contextmanager
+def served_platform(
+    tmp_path: Path, file_mb: int = 512, models: Sequence[RegisteredModel] = ()
+) -> Iterator[tuple[Platform, openai.OpenAI, openai.OpenAI]]:
+    """`served`, with the platform behind it, for a test that sets its store as a finished job
+    would have left it."""
     with in_process_platform(tmp_path) as platform:
         platform.software = Software(file_mb=file_mb)
         platform.models = {m.name: m for m in models}
@@ -37,4 +48,4 @@ def served(
         keys = [create_tenant(platform.store, name, 1)[1] for name in ("acme", "beta")]
         with http_server(create_app(platform, ingest, deposits)) as url:
             a, b = (openai.OpenAI(base_url=f"{url}/v1", api_key=k, max_retries=0) for k in keys)
-            yield a, b
+            yield platform, a, b
