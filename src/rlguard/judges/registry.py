@@ -24,7 +24,8 @@ RULE_JUDGES: dict[str, Callable[[], Judge]] = {
     "instructions": InstructionJudge,
 }
 LLM_JUDGES = ("false_refusal", "factuality", "safety")
-JUDGE_NAMES = (*RULE_JUDGES, *LLM_JUDGES)
+GRADER_JUDGE = "grader"  # an OpenAI grader's file (judges/graders/judge.py)
+JUDGE_NAMES = (*RULE_JUDGES, *LLM_JUDGES, GRADER_JUDGE)
 
 
 class JudgeSpec(BaseModel):
@@ -38,6 +39,9 @@ class JudgeSpec(BaseModel):
     endpoint_model: str | None = Field(None, description="model name the endpoint serves")
     api_key_env: str = Field("OPENAI_API_KEY", description="env var holding the endpoint's key")
     threshold: float = Field(0.5, gt=0, lt=1, description="p(positive) needed to pass")
+    grader: str | None = Field(None, description="the grader judge's OpenAI grader (JSON file)")
+    sub_grader: str | None = Field(None, description="the grader judge's sub-grader, by name")
+    pass_threshold: float = Field(1.0, description="the grader judge's score needed to pass")
 
     @model_validator(mode="after")
     def _check(self) -> JudgeSpec:
@@ -47,12 +51,18 @@ class JudgeSpec(BaseModel):
             raise ValueError(f"LLM judge {self.name!r} needs exactly one of model or endpoint")
         if self.endpoint is not None and self.endpoint_model is None:
             raise ValueError(f"LLM judge {self.name!r}: endpoint needs endpoint_model")
+        if (self.name == GRADER_JUDGE) != (self.grader is not None):
+            raise ValueError("the grader judge, and it alone, takes a grader (a JSON file)")
         return self
 
 
 def build_judge(spec: JudgeSpec) -> Judge:
     if spec.name in RULE_JUDGES:
         return RULE_JUDGES[spec.name]()
+    if spec.name == GRADER_JUDGE:
+        from rlguard.judges.graders.judge import GraderJudge
+
+        return GraderJudge(spec.grader, spec.sub_grader, spec.pass_threshold)  # type: ignore[arg-type]
     from rlguard.judges.llm import LLMJudge
 
     if spec.model is not None:

@@ -255,6 +255,8 @@ class CGPOConfig(FrozenConfig):
             for j, judge in enumerate(task.judges):
                 if judge.model is not None:
                     paths.append((f"tasks.{i}.judges.{j}.model", judge.model))
+                if judge.grader is not None:
+                    paths.append((f"tasks.{i}.judges.{j}.grader", judge.grader))
             for name, spec in (("reward", task.reward), ("gold", task.gold)):
                 if spec is not None and spec.model is not None:
                     paths.append((f"tasks.{i}.{name}.model", spec.model))

@@ -7,11 +7,14 @@ with nothing created; another tenant's job answers exactly as a missing one."""
 from __future__ import annotations
 
 import json
+import zipfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import openai
 import pytest
+import yaml
 from openai.types.fine_tuning import FineTuningJob, FineTuningJobEvent
 from openapi_schema import checked
 from sdk_server import served
@@ -71,7 +74,7 @@ def clients(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
                 "no_answer": [{"messages": [USER]}],
             }.items()
         }
-        yield a, b, files
+        yield a, b, files, root / "artifacts"
 
 
 def reinforcement(grader: dict[str, Any] = GRADER, **hyperparameters: Any) -> dict[str, Any]:
@@ -82,7 +85,7 @@ def reinforcement(grader: dict[str, Any] = GRADER, **hyperparameters: Any) -> di
 
 
 def test_a_reinforcement_job_is_created_with_its_auto_hyperparameters_resolved(clients) -> None:
-    a, _, files = clients
+    a, _, files, _ = clients
     job = a.fine_tuning.jobs.create(
         model="tiny",
         training_file=files["prompts"],
@@ -107,8 +110,33 @@ def test_a_reinforcement_job_is_created_with_its_auto_hyperparameters_resolved(c
     assert [e.message for e in events] == ["Fine-tuning job queued", "Validating training file"]
 
 
+def test_a_multigraders_sub_graders_become_cgpos_constraints(clients) -> None:
+    a, _, files, store = clients
+    cgpo = {"constraints": {"right": 1.0}, "optimizer": "crraft"}
+    job = a.fine_tuning.jobs.create(
+        model="tiny",
+        training_file=files["prompts"],
+        method=reinforcement(),
+        extra_body={"rlguard": {"cgpo": cgpo}},
+    )
+    assert job.status == "queued"
+    [task] = stage_config_of(a, store)["tasks"]
+    assert task["optimizer"] == "crraft" and task["reward"]["options"] == {"grader": "grader.json"}
+    assert task["judges"] == [
+        {"name": "grader", "grader": "grader.json", "sub_grader": "right", "pass_threshold": 1.0}
+    ]
+
+
+def stage_config_of(client: openai.OpenAI, store: Path) -> dict[str, Any]:
+    """The `rlguard train` config in the working directory of the newest job."""
+    job = client.get("/jobs", cast_to=dict, options={"params": {"limit": 1}})["data"][0]
+    sha = job["working_dir"].removeprefix("sha256:")
+    with zipfile.ZipFile(store / job["tenant"] / "working_dirs" / f"{sha}.zip") as packed:
+        return yaml.safe_load(packed.read("ft.yaml"))
+
+
 def test_supervised_and_dpo_jobs_take_their_own_files(clients) -> None:
-    a, _, files = clients
+    a, _, files, _ = clients
     sft = a.fine_tuning.jobs.create(
         model="tiny", training_file=files["chat"], hyperparameters={"n_epochs": 2}
     )
@@ -122,7 +150,7 @@ def test_supervised_and_dpo_jobs_take_their_own_files(clients) -> None:
 
 
 def test_list_pages_newest_first_and_filters_by_metadata(clients) -> None:
-    a, _, files = clients
+    a, _, files, _ = clients
     made = [
         a.fine_tuning.jobs.create(
             model="tiny", training_file=files["chat"], metadata={"batch": "pages", "i": str(i)}
@@ -140,7 +168,7 @@ def test_list_pages_newest_first_and_filters_by_metadata(clients) -> None:
 
 
 def test_cancel_ends_a_queued_job_and_a_second_cancel_is_a_409(clients) -> None:
-    a, _, files = clients
+    a, _, files, _ = clients
     job = a.fine_tuning.jobs.create(model="tiny", training_file=files["chat"])
     assert a.fine_tuning.jobs.cancel(job.id).status == "cancelled"
     with pytest.raises(openai.ConflictError, match="has already ended"):
@@ -150,7 +178,7 @@ def test_cancel_ends_a_queued_job_and_a_second_cancel_is_a_409(clients) -> None:
 
 
 def test_another_tenants_job_answers_as_a_missing_one(clients) -> None:
-    a, b, files = clients
+    a, b, files, _ = clients
     job = a.fine_tuning.jobs.create(model="tiny", training_file=files["chat"])
     for call in (
         lambda i: b.fine_tuning.jobs.retrieve(i),
@@ -237,6 +265,33 @@ BAD = [
     ({"integrations": [{"type": "wandb", "wandb": {}}]}, "integrations", "not supported"),
     ({"extra_body": {"rlguard": {"gpus": 99}}}, "rlguard.gpus", "exceeds"),
     ({"extra_body": {"rlguard": {"priority": 1}}}, "rlguard.priority", "unknown field"),
+    (
+        {
+            "training_file": "prompts",
+            "method": reinforcement(RIGHT),
+            "extra_body": {"rlguard": {"cgpo": {"constraints": {"right": 1}}}},
+        },
+        "rlguard.cgpo",
+        "whose grader is a multi",
+    ),
+    (
+        {
+            "training_file": "prompts",
+            "method": reinforcement(),
+            "extra_body": {"rlguard": {"cgpo": {"constraints": {"style": 1}}}},
+        },
+        "rlguard.cgpo.constraints.style",
+        "no sub-grader 'style'",
+    ),
+    (
+        {
+            "training_file": "prompts",
+            "method": reinforcement(),
+            "extra_body": {"rlguard": {"cgpo": {"constraints": {"right": 1}, "optimizer": "sgd"}}},
+        },
+        "rlguard.cgpo.optimizer",
+        "one of crpg, crraft, codpo",
+    ),
 ]
 
 
@@ -244,7 +299,7 @@ BAD = [
 def test_bad_input_is_a_400_naming_the_field_and_creates_nothing(
     clients, change: dict[str, Any], param: str, said: str
 ) -> None:
-    a, _, files = clients
+    a, _, files, _ = clients
     before = [j.id for j in a.fine_tuning.jobs.list(limit=100)]
     request = {"model": "tiny", "training_file": files["chat"], **change}
     if request["training_file"] in files:
@@ -257,7 +312,7 @@ def test_bad_input_is_a_400_naming_the_field_and_creates_nothing(
 
 
 def test_every_answer_conforms_to_openais_published_schema(clients) -> None:
-    a, _, files = clients
+    a, _, files, _ = clients
     jobs = a.fine_tuning.jobs.with_raw_response
     job = checked(
         lambda: jobs.create(

@@ -113,9 +113,12 @@ def stage_config(
     validation_examples: int,
     seed: int,
     max_new_tokens: int,
+    cgpo: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The `rlguard train` config, its paths relative to the job's directory, where the job
-    renders its files (rlguard.train.chat_data) and the platform sets `output_dir`."""
+    renders its files (rlguard.train.chat_data) and the platform sets `output_dir`. `cgpo`
+    (reinforcement): `{"optimizer", "constraints": {sub-grader: pass_threshold}}`, each
+    constraint one of CGPO's judges (rlguard.judges.graders.judge), else GRPO."""
     lr = BASE_LEARNING_RATE[method] * hp["learning_rate_multiplier"]
     model = {"path": model_dir}
     if method != REINFORCEMENT:
@@ -141,7 +144,11 @@ def stage_config(
         "eval_prompts": "data/valid.jsonl",
         "reward": grader,
         "gold": grader,  # the eval score: the grader's reward on the validation file
-        "optimizer": "grpo",
+        "optimizer": "grpo" if cgpo is None else cgpo["optimizer"],
+        "judges": [
+            {"name": "grader", "grader": "grader.json", "sub_grader": sub, "pass_threshold": bar}
+            for sub, bar in (cgpo or {}).get("constraints", {}).items()
+        ],
         "k": max(2, round(SAMPLES_PER_PROMPT * hp["compute_multiplier"])),
         "batch_size": hp["batch_size"],
         "max_new_tokens": max_new_tokens,

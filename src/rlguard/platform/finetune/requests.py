@@ -5,12 +5,14 @@ item), the hyperparameters resolved. Each refusal is a 400 in OpenAI's shape nam
 Beyond OpenAI's fields, `rlguard` (the SDK's `extra_body={"rlguard": {...}}`) carries what
 rlguard's jobs take and OpenAI's do not: `gpus`, `cpus`, `memory_mb`, `budget_gpu_hours`,
 `stop_policy` (EvalStop's override: `{"rule": "none"}` trains to the end) and `setup` (a quote),
-plus `max_new_tokens` for a reinforcement job's samples (default 64).
+plus `max_new_tokens` for a reinforcement job's samples (default 64) and `cgpo`, which trains
+it with CGPO, its multigrader's named sub-graders as constraints (methods.stage_config).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -34,6 +36,8 @@ from rlguard.platform.finetune.methods import (
 
 MAX_NEW_TOKENS = 64
 EXTENSION_FIELDS = ("gpus", "cpus", "memory_mb", "budget_gpu_hours", "stop_policy", "setup")
+PLAN_FIELDS = ("max_new_tokens", "cgpo")  # how the job trains, not how it is run
+CGPO_OPTIMIZERS = ("crpg", "crraft", "codpo")
 
 
 class MethodBody(BaseModel):
@@ -174,9 +178,10 @@ def plan(
     max_new_tokens = extension.get("max_new_tokens", MAX_NEW_TOKENS)
     if not isinstance(max_new_tokens, int) or not 1 <= max_new_tokens <= 4096:
         raise _refuse("rlguard.max_new_tokens", f"an integer in 1..4096 (got {max_new_tokens!r})")
+    cgpo = cgpo_settings(extension.get("cgpo"), grader)
     held_out = validation or training
     config = stage_config(
-        method, hp, model_dir, examples, sum(held_out.shapes.values()), seed, max_new_tokens
+        method, hp, model_dir, examples, sum(held_out.shapes.values()), seed, max_new_tokens, cgpo
     )
     stored = {"type": method, "hyperparameters": hp}
     if grader is not None:
@@ -184,14 +189,37 @@ def plan(
     return Plan(method, model_dir, training, validation, config, grader), stored
 
 
+def cgpo_settings(raw: Any, grader: dict[str, Any] | None) -> dict[str, Any] | None:
+    """`rlguard.cgpo`: `{"constraints": {SUB_GRADER: PASS_THRESHOLD}, "optimizer": "crpg"}`,
+    constraints naming sub-graders of the job's multigrader (CGPO's judges)."""
+    if raw is None:
+        return None
+    at = "rlguard.cgpo"
+    if grader is None or grader.get("type") != "multi" or not isinstance(raw, dict):
+        raise _refuse(at, "an object, for a reinforcement job whose grader is a multi")
+    unknown = set(raw) - {"constraints", "optimizer"}
+    if unknown:
+        raise _refuse(f"{at}.{sorted(unknown)[0]}", "unknown field (constraints, optimizer)")
+    optimizer = raw.get("optimizer", "crpg")
+    if optimizer not in CGPO_OPTIMIZERS:
+        message = f"one of {', '.join(CGPO_OPTIMIZERS)} (got {optimizer!r})"
+        raise _refuse(f"{at}.optimizer", message)
+    constraints = raw.get("constraints")
+    if not isinstance(constraints, dict) or not constraints:
+        raise _refuse(f"{at}.constraints", "an object of sub-grader names and pass thresholds")
+    for name, bar in constraints.items():
+        if name not in grader["graders"]:
+            raise _refuse(f"{at}.constraints.{name}", f"the grader has no sub-grader {name!r}")
+        if isinstance(bar, bool) or not isinstance(bar, int | float) or not math.isfinite(bar):
+            raise _refuse(f"{at}.constraints.{name}", f"a pass threshold (got {bar!r})")
+    return {"optimizer": optimizer, "constraints": constraints}
+
+
 def extension_fields(body: FineTuningJobCreate) -> dict[str, Any]:
-    """The `rlguard` object's job fields (max_new_tokens is the plan's); unknown ones refused."""
-    extension = dict(body.rlguard or {})
-    extension.pop("max_new_tokens", None)
+    """The `rlguard` object's job fields (the plan's own are not); unknown ones refused."""
+    extension = {k: v for k, v in (body.rlguard or {}).items() if k not in PLAN_FIELDS}
     for name in extension:
         if name not in EXTENSION_FIELDS:
-            raise _refuse(
-                f"rlguard.{name}",
-                f"unknown field (one of {', '.join(EXTENSION_FIELDS)}, max_new_tokens)",
-            )
+            known = ", ".join((*EXTENSION_FIELDS, *PLAN_FIELDS))
+            raise _refuse(f"rlguard.{name}", f"unknown field (one of {known})")
     return extension
