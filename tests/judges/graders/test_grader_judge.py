@@ -11,34 +11,13 @@ import pytest
 
 from rlguard.judges.base import FAILED, SATISFIED, VIOLATED
 from rlguard.judges.registry import JudgeSpec, build_judge
-
-MULTI = {
-    "type": "multi",
-    "name": "answer",
-    "graders": {
-        "right": {
-            "type": "string_check",
-            "name": "right",
-            "input": "{{sample.output_text}}",
-            "reference": "is {{item.answer}}.",
-            "operation": "like",
-        },
-        "form": {
-            "type": "text_similarity",
-            "name": "form",
-            "input": "{{sample.output_text}}",
-            "reference": "The final answer is {{item.answer}}.",
-            "evaluation_metric": "fuzzy_match",
-        },
-    },
-    "calculate_output": "right",
-}
+from sums_grader import SUMS_GRADER
 
 
 @pytest.fixture
 def grader_file(tmp_path: Path) -> str:
     path = tmp_path / "grader.json"
-    path.write_text(json.dumps(MULTI))
+    path.write_text(json.dumps({**SUMS_GRADER, "calculate_output": "right"}))
     return str(path)
 
 

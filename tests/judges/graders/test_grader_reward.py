@@ -11,33 +11,12 @@ import pytest
 from rlguard.errors import InputError
 from rlguard.train.config import RewardSpec
 from rlguard.train.rewards import load_reward, score
-
-GRADER = {
-    "type": "multi",
-    "name": "answer",
-    "graders": {
-        "right": {
-            "type": "string_check",
-            "name": "right",
-            "input": "{{sample.output_text}}",
-            "reference": "is {{item.answer}}.",
-            "operation": "like",
-        },
-        "form": {
-            "type": "text_similarity",
-            "name": "form",
-            "input": "{{sample.output_text}}",
-            "reference": "The final answer is {{item.answer}}.",
-            "evaluation_metric": "fuzzy_match",
-        },
-    },
-    "calculate_output": "0.8 * right + 0.2 * form",
-}
+from sums_grader import SUMS_GRADER
 
 
 @pytest.fixture
 def reward(tmp_path: Path):  # type: ignore[no-untyped-def]
-    (tmp_path / "grader.json").write_text(json.dumps(GRADER))
+    (tmp_path / "grader.json").write_text(json.dumps(SUMS_GRADER))
     spec = RewardSpec(
         function="rlguard.judges.graders.reward:grade",
         options={"grader": str(tmp_path / "grader.json")},

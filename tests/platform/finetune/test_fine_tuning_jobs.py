@@ -20,6 +20,7 @@ from openapi_schema import checked
 from sdk_server import served
 
 from rlguard.platform.finetune.base_models import parse_model
+from sums_grader import RIGHT, SUMS_GRADER
 
 USER = {"role": "user", "content": "What is 2 + 2? "}
 CHAT = {"messages": [USER, {"role": "assistant", "content": "The final answer is 4."}]}
@@ -28,28 +29,6 @@ PREFERENCE = {
     "input": {"messages": [USER]},
     "preferred_output": [{"role": "assistant", "content": "The final answer is 4."}],
     "non_preferred_output": [{"role": "assistant", "content": "The final answer is 5."}],
-}
-RIGHT = {
-    "type": "string_check",
-    "name": "right",
-    "input": "{{sample.output_text}}",
-    "reference": "is {{item.answer}}.",
-    "operation": "like",
-}
-GRADER = {
-    "type": "multi",
-    "name": "answer",
-    "graders": {
-        "right": RIGHT,
-        "form": {
-            "type": "text_similarity",
-            "name": "form",
-            "input": "{{sample.output_text}}",
-            "reference": "The final answer is {{item.answer}}.",
-            "evaluation_metric": "fuzzy_match",
-        },
-    },
-    "calculate_output": "0.8 * right + 0.2 * form",
 }
 
 
@@ -77,7 +56,7 @@ def clients(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield a, b, files, root / "artifacts"
 
 
-def reinforcement(grader: dict[str, Any] = GRADER, **hyperparameters: Any) -> dict[str, Any]:
+def reinforcement(grader: dict[str, Any] = SUMS_GRADER, **hyperparameters: Any) -> dict[str, Any]:
     return {
         "type": "reinforcement",
         "reinforcement": {"grader": grader, "hyperparameters": hyperparameters},
@@ -233,7 +212,7 @@ BAD = [
     (
         {
             "training_file": "prompts",
-            "method": reinforcement({**GRADER, "calculate_output": "import os"}),
+            "method": reinforcement({**SUMS_GRADER, "calculate_output": "import os"}),
         },
         "method.reinforcement.grader.calculate_output",
         "",
