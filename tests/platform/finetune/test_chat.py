@@ -7,6 +7,7 @@ in OpenAI's error shape naming the field."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from collections.abc import Iterator
@@ -15,40 +16,40 @@ from typing import Any
 
 import openai
 import pytest
+import torch
 from openai.types.chat import ChatCompletion
 from openapi_schema import checked
 from sdk_server import served, served_platform
+from tiny_chat import USER, chat_model
 
 from rlguard.platform import states
 from rlguard.platform.artifacts import ArtifactStore
 from rlguard.platform.db import Checkpoint, FineTuningJob, Job
+from rlguard.platform.finetune import inference
 from rlguard.platform.finetune.base_models import parse_model
+from rlguard.platform.finetune.inference import Sampling
 from rlguard.platform.uploader import upload_checkpoint
-from rlguard.train.tokenizer import train_tokenizer
-from rlguard.train.toy import tiny_llama
 
-TEMPLATE = (
-    "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}"
-    "{% if add_generation_prompt %}<assistant>{% endif %}"
-)
-USER = {"role": "user", "content": "What is 2 + 2?"}
 CHAT = "/chat/completions"
 
 
-def chat_model(path: Path, template: str | None = TEMPLATE, seed: int = 0) -> Path:
-    """A tiny random Llama and its tokenizer, with `template` as its chat template."""
-    texts = ["What is 2 + 2? The final answer is 4.", "the sea is calm. the sky is wide."]
-    tokenizer = train_tokenizer(texts * 4, vocab_size=300)
-    tokenizer.chat_template = template
-    tiny_llama(tokenizer, hidden_size=32, seed=seed).save_pretrained(path, safe_serialization=True)
-    tokenizer.save_pretrained(path)
+def pickled(path: Path) -> Path:
+    """The model at `path` with its weights as a pickle (`pytorch_model.bin`) only."""
+    from safetensors.torch import load_file
+
+    torch.save(load_file(path / "model.safetensors"), path / "pytorch_model.bin")
+    (path / "model.safetensors").unlink()
     return path
 
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("chat-models")
-    return {"tiny": chat_model(root / "tiny"), "plain": chat_model(root / "plain", None)}
+    return {
+        "tiny": chat_model(root / "tiny"),
+        "plain": chat_model(root / "plain", None),
+        "pickled": pickled(chat_model(root / "pickled")),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -182,6 +183,14 @@ def test_bad_input_is_a_4xx_naming_the_field(client: openai.OpenAI, name: str) -
     assert said in refused.value.body["message"]
 
 
+def test_weights_in_a_pickle_are_not_loaded(client: openai.OpenAI) -> None:
+    """A pickle is code: a fine-tuned model is a tenant's job's output, so none is read."""
+    with pytest.raises(openai.InternalServerError) as refused:
+        complete(client, model="pickled")
+    assert refused.value.body["code"] == "model_error"
+    assert "safetensors only" in refused.value.body["message"]
+
+
 def test_harmless_fields_are_ignored_and_neutral_ones_pass(client: openai.OpenAI) -> None:
     neutral = {"user": "u1", "store": False, "logprobs": False, "frequency_penalty": 0}
     done = complete(client, metadata={"k": "v"}, response_format={"type": "text"}, **neutral)
@@ -216,22 +225,22 @@ def finish(platform: Any, ft_id: str, model_dir: Path, store: ArtifactStore) -> 
 def test_a_fine_tuned_model_is_served_to_its_tenant_only(tmp_path: Path) -> None:
     base = parse_model(f"tiny={chat_model(tmp_path / 'tiny')}")
     tuned = chat_model(tmp_path / "tuned" / "model", seed=1)  # other weights
+    example = {"messages": [USER, {"role": "assistant", "content": "4"}]}
     with served_platform(tmp_path / "platform", models=[base]) as (platform, owner, other):
-        upload = owner.files.create(
-            file=(
-                "t.jsonl",
-                b'{"messages": [{"role": "user", "content": "hi"}, '
-                b'{"role": "assistant", "content": "hello"}]}\n' * 10,
-            ),
-            purpose="fine-tune",
-        )
+        data = (json.dumps(example) + "\n").encode() * 10
+        upload = owner.files.create(file=("t.jsonl", data), purpose="fine-tune")
         job = owner.fine_tuning.jobs.create(model="tiny", training_file=upload.id, suffix="s")
         finish(platform, job.id, tuned, ArtifactStore(platform.store_uri))
         name = owner.fine_tuning.jobs.retrieve(job.id).fine_tuned_model
         assert name is not None and name.startswith("ft:tiny:acme:s:")
         done = complete(owner, model=name)
-        assert done.model == name and done.choices[0].message.content is not None
+        direct = inference.complete(str(tuned), [USER], Sampling(max_tokens=8, temperature=0))
+        assert isinstance(direct, inference.Completion)
+        assert (done.model, done.choices[0].message.content) == (name, direct.choices[0].text)
         cached = list((tmp_path / "platform" / "model-cache").iterdir())
         assert [p.name.startswith(".staging-") for p in cached] == [False]
         with pytest.raises(openai.NotFoundError, match=f"The model '{name}' does not exist"):
             complete(other, model=name)
+        owner.models.delete(name)
+        with pytest.raises(openai.NotFoundError, match=f"The model '{name}' does not exist"):
+            complete(owner, model=name)

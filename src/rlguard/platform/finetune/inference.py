@@ -66,9 +66,12 @@ def complete(path: str, messages: list[dict[str, str]], sampling: Sampling) -> C
 
     try:
         model, tokenizer = load(path)
-    except (OSError, ValueError) as e:
-        why = str(e).splitlines()[0] if str(e) else type(e).__name__
-        return Refusal(500, f"the model's weights could not be loaded: {why}", "model_error")
+    except Exception as e:  # any directory may be handed here: whatever fails, it is said so
+        message = (
+            f"the model could not be loaded ({type(e).__name__}); this server reads weights "
+            "from safetensors only"
+        )
+        return Refusal(500, message, "model_error")
     if not tokenizer.chat_template:
         message = "model: this model's tokenizer has no chat template to render messages with"
         return Refusal(400, message, "model_without_chat_template", "model")
