@@ -7,6 +7,7 @@ in OpenAI's error shape naming the field."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import time
@@ -18,16 +19,18 @@ import openai
 import pytest
 import torch
 from openai.types.chat import ChatCompletion
-from openapi_schema import checked
+from openapi_schema import assert_conforms, checked
 from sdk_server import served, served_platform
 from tiny_chat import USER, chat_model
 
 from rlguard.platform import states
 from rlguard.platform.artifacts import ArtifactStore
 from rlguard.platform.db import Checkpoint, FineTuningJob, Job
+from rlguard.platform.errors import ApiError, error_body
 from rlguard.platform.finetune import inference
 from rlguard.platform.finetune.base_models import parse_model
 from rlguard.platform.finetune.inference import Sampling
+from rlguard.platform.finetune.inference_pool import MAX_IN_FLIGHT, InferencePool
 from rlguard.platform.uploader import upload_checkpoint
 
 CHAT = "/chat/completions"
@@ -189,6 +192,17 @@ def test_weights_in_a_pickle_are_not_loaded(client: openai.OpenAI) -> None:
         complete(client, model="pickled")
     assert refused.value.body["code"] == "model_error"
     assert "safetensors only" in refused.value.body["message"]
+
+
+def test_a_completion_past_the_bound_is_a_429_in_openais_shape() -> None:
+    full = InferencePool(on_ray=False)
+    full.in_flight = MAX_IN_FLIGHT  # as if that many were running or waiting
+    with pytest.raises(ApiError) as refused:
+        asyncio.run(full.complete("/no/model", [USER], Sampling(max_tokens=1)))
+    e = refused.value
+    assert (e.status, e.code, e.headers) == (429, "rate_limit_exceeded", {"Retry-After": "5"})
+    body = json.loads(error_body(e.status, e.message, e.code, e.param).body)
+    assert_conforms(body, CHAT, "post", status=429)
 
 
 def test_harmless_fields_are_ignored_and_neutral_ones_pass(client: openai.OpenAI) -> None:
