@@ -151,7 +151,8 @@ def test_the_shortcut_is_stopped_early_and_ends_succeeded_with_its_best_checkpoi
         delivered.fine_tuned_model_checkpoint == f"{job.fine_tuned_model}:ckpt-step-{best['step']}"
     )
     printed = platform["printed"]  # what the docs' example prints
-    assert printed[-2] == f"succeeded {job.fine_tuned_model}"
+    assert printed[-3] == f"succeeded {job.fine_tuned_model}"
+    assert printed[-2].startswith("The final answer is")  # the fine-tuned model's own answer
     assert any(line.startswith("Stopping early (evalstop): ") for line in printed)
     rlguard_jobs = platform["server"].client(platform["key"]).jobs()["data"]
     assert [j["status"] for j in rlguard_jobs if j["job_kind"] == "rlhf"] == ["early_stopped"]
