@@ -19,8 +19,7 @@ from rlguard.platform.errors import ApiError
 from rlguard.platform.finetune.chat_request import ChatCompletionCreate
 from rlguard.platform.finetune.inference import Completion, Refusal
 from rlguard.platform.finetune.inference_pool import pool
-from rlguard.platform.finetune.models import _missing as model_not_found
-from rlguard.platform.finetune.models import fine_tuned
+from rlguard.platform.finetune.models import fine_tuned, model_not_found
 from rlguard.platform.finetune.weights import WeightsTooLarge, WeightsUnavailable, local_weights
 
 router = APIRouter()

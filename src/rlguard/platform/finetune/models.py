@@ -23,7 +23,7 @@ def _models(request: Request) -> dict[str, RegisteredModel]:
     return request.app.state.platform.models
 
 
-def _missing(model_id: str) -> ApiError:
+def model_not_found(model_id: str) -> ApiError:
     return ApiError(404, f"The model '{model_id}' does not exist", "model_not_found", "model")
 
 
@@ -80,7 +80,7 @@ def retrieve(model_id: str, request: Request, who: Reader) -> dict[str, Any]:
     with request.app.state.platform.store.transaction() as s:
         found = fine_tuned(s, who, model_id)
         if found is None:
-            raise _missing(model_id)
+            raise model_not_found(model_id)
         return {**_fine_tuned_view(*found, who), "id": model_id}
 
 
@@ -93,6 +93,6 @@ def delete(model_id: str, request: Request, who: Submitter) -> dict[str, Any]:
     with request.app.state.platform.store.transaction() as s:
         found = fine_tuned(s, who, model_id)
         if found is None or ":ckpt-step-" in model_id:
-            raise _missing(model_id)
+            raise model_not_found(model_id)
         found[0].model_deleted = True
     return {"id": model_id, "object": "model", "deleted": True}
