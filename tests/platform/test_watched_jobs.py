@@ -157,8 +157,10 @@ def test_a_tag_never_seen_is_warned_in_time_and_the_final_state_says_0_evals(pla
     # while the run is still going (not only at its end), and not before the stated wait; how
     # soon after it is left to the clock of loaded shared cores, not asserted
     left_running = next(
-        e for e in history
-        if e["type"] == "state" and e["created_at"] > running["created_at"]
+        e
+        for e in history
+        if e["type"] == "state"
+        and e["created_at"] > running["created_at"]
         and e["data"]["status"] != "running"
     )
     assert yet["data"]["data"]["seconds"] >= NO_EVAL_WARN_S
