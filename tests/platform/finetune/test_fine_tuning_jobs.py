@@ -17,9 +17,10 @@ import pytest
 import yaml
 from openai.types.fine_tuning import FineTuningJob, FineTuningJobEvent
 from openapi_schema import checked
-from sdk_server import served
+from sdk_server import served, served_platform
 
 from rlguard.platform.finetune.base_models import parse_model
+from rlguard.platform.jobenv import Software
 from sums_grader import RIGHT, SUMS_GRADER
 
 USER = {"role": "user", "content": "What is 2 + 2? "}
@@ -316,3 +317,18 @@ def test_every_answer_conforms_to_openais_published_schema(clients) -> None:
     checked(jobs.pause, path + "/pause", "post", fine_tuning_job_id=job.id)
     checked(jobs.resume, path + "/resume", "post", fine_tuning_job_id=job.id)
     checked(jobs.cancel, path + "/cancel", "post", fine_tuning_job_id=job.id)
+
+
+def test_files_past_the_working_directory_cap_are_a_413_and_create_nothing(tmp_path: Path) -> None:
+    model = tmp_path / "tiny"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    with served_platform(tmp_path, models=[parse_model(f"tiny={model}")]) as (platform, a, _):
+        platform.software = Software(working_dir_mb=1)
+        big = a.files.create(file=jsonl(*[CHAT] * 12_000), purpose="fine-tune")  # ~1.2 MB
+        with pytest.raises(openai.APIStatusError) as refused:
+            a.fine_tuning.jobs.create(model="tiny", training_file=big.id)
+        assert refused.value.status_code == 413
+        assert refused.value.body["param"] == "training_file"
+        assert "over 1 MiB" in refused.value.body["message"]
+        assert a.fine_tuning.jobs.list().data == []

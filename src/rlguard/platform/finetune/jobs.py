@@ -63,7 +63,14 @@ def _create(request: Request, body: requests.FineTuningJobCreate, who: Caller) -
         body, method, settings, base.path, (training, validation), store, seed
     )
     cap = platform.software.working_dir_bytes
-    working_dir = launch.working_dir(plan, store, who.tenant.id, cap)
+    try:
+        working_dir = launch.working_dir(plan, store, who.tenant.id, cap)
+    except InputError:  # the files, together, are past what a job's working directory holds
+        message = (
+            f"training_file: the job's files hold over {cap >> 20} MiB, the most a job's "
+            "working directory takes (rlguard serve --max-working-dir-mb)"
+        )
+        raise ApiError(413, message, "files_too_large", "training_file") from None
     try:
         job_body = JobCreate.model_validate(launch.job_body(plan, working_dir, extension))
     except ValueError as e:
