@@ -58,6 +58,15 @@ ATTACKS = {  # attack: what else its job's body holds
     "checkpoint_flood": {},
 }
 ENDS_BY_ITSELF = {"fallocate_stdout", "unlinked_file", "burst"}  # killed at their disk limit
+# What a watched attack's watcher reports once it has read what the job wrote: the battery waits
+# for it (on loaded cores the job prints its result before the watcher's next poll) before the
+# job is cancelled, which ends its watch.
+WATCH_READ = {
+    "hostile_lines": lambda events: sum(e["type"] == "eval" for e in events) >= 2,
+    "trainer_state": lambda events: any(
+        e["level"] == "warning" and e["data"].get("code") == "file_too_large" for e in events
+    ),
+}
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +99,17 @@ def _result(client, job_id: str, timeout_s: float = 240) -> dict | None:
     return None
 
 
+def _events_once(client, job_id: str, read, timeout_s: float) -> list[dict]:  # type: ignore[no-untyped-def]
+    """The job's events, once `read(events)` holds (its watcher has reported) or the time is up
+    (the test then says what is missing); at once for a job nothing watches."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        events = client.all_events(job_id)
+        if read is None or read(events) or time.monotonic() > deadline:
+            return events
+        time.sleep(0.5)
+
+
 def _ended_by_itself(client, job_id: str, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while client.job(job_id)["finished_at"] is None and time.monotonic() < deadline:
@@ -110,7 +130,7 @@ def _run(server: LiveServer) -> dict:
         out["jobs"].update(jobs)
         for name, job_id in jobs.items():
             out["results"][name] = _result(b, job_id)
-            out["events"][name] = b.all_events(job_id)
+            out["events"][name] = _events_once(b, job_id, WATCH_READ.get(name), 60)
         if "binary_log" in jobs:
             logs = b.http.get(f"/v1/jobs/{jobs['binary_log']}/logs", params={"tail": 100_000})
             out["log_bytes"] = len(logs.content)
