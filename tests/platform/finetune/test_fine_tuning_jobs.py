@@ -332,3 +332,12 @@ def test_files_past_the_working_directory_cap_are_a_413_and_create_nothing(tmp_p
         assert refused.value.body["param"] == "training_file"
         assert "over 1 MiB" in refused.value.body["message"]
         assert a.fine_tuning.jobs.list().data == []
+
+
+def test_a_base_model_is_not_deleted_and_an_unknown_one_is_missing(clients) -> None:
+    a, _, _, _ = clients
+    with pytest.raises(openai.PermissionDeniedError, match="is a base model"):
+        a.models.delete("tiny")
+    with pytest.raises(openai.NotFoundError, match="The model 'ft:tiny:acme::nope' does not"):
+        a.models.delete("ft:tiny:acme::nope")
+    assert [m.id for m in a.models.list()] == ["tiny"]  # no job of this module has finished
