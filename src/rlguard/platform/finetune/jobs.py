@@ -4,8 +4,10 @@ answers exactly as a missing one."""
 
 from __future__ import annotations
 
+import itertools
 import time
-from typing import Annotated, Any
+from collections.abc import Iterator
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Query, Request
 from sqlalchemy import select
@@ -26,6 +28,7 @@ from rlguard.platform.service import Conflict, NotFound
 
 router = APIRouter()
 PATH = "/v1/fine_tuning/jobs"
+T = TypeVar("T")
 
 
 def _platform(request: Request):  # type: ignore[no-untyped-def]
@@ -133,14 +136,20 @@ def list_jobs(
             if cursor is not None and cursor.tenant_id == who.tenant.id:
                 query = query.where(FineTuningJob.created_at < cursor.created_at)
         query = query.order_by(FineTuningJob.created_at.desc(), FineTuningJob.id)
-        found, more = [], False
-        for ft in s.scalars(query):
-            if all((ft.meta or {}).get(k) == v for k, v in wanted.items()):
-                if len(found) == limit:
-                    more = True
-                    break
-                found.append(_object(s, ft, s.get(Job, ft.job_id), who))
-    return {"object": "list", "data": found, "has_more": more}
+        kept = (
+            ft
+            for ft in s.scalars(query)
+            if all((ft.meta or {}).get(k) == v for k, v in wanted.items())
+        )
+        page, more = _page(kept, limit)
+        data = [_object(s, ft, s.get(Job, ft.job_id), who) for ft in page]
+    return {"object": "list", "data": data, "has_more": more}
+
+
+def _page(rows: Iterator[T], limit: int) -> tuple[list[T], bool]:
+    """The first `limit` rows and whether there are more, reading one row past the page only."""
+    page = list(itertools.islice(rows, limit))
+    return page, next(rows, None) is not None
 
 
 @router.get(PATH + "/{fine_tuning_job_id}")
@@ -208,15 +217,8 @@ def events(
         query = select(Event).where(Event.job_id == job.id)
         if cursor is not None:
             query = query.where(Event.id < cursor)
-        found, more = [], False
-        for event in s.scalars(query.order_by(Event.id.desc())):
-            view = job_views.event_object(ft, event)
-            if view is None:
-                continue
-            if len(found) == limit:
-                more = True
-                break
-            found.append(view)
+        views = (job_views.event_object(ft, e) for e in s.scalars(query.order_by(Event.id.desc())))
+        found, more = _page((v for v in views if v is not None), limit)
     return {"object": "list", "data": found, "has_more": more}
 
 

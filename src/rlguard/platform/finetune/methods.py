@@ -97,12 +97,17 @@ def resolve(method: str, given: Hyperparameters, examples: int) -> dict[str, Any
     if method == DPO:
         resolved["beta"] = pick("beta", 0.1)
     if method == REINFORCEMENT:
-        steps = epochs * math.ceil(examples / batch)
+        steps = total_steps(resolved, examples)
         resolved["eval_interval"] = pick("eval_interval", max(1, steps // 10))
         resolved["eval_samples"] = pick("eval_samples", 1)
         resolved["compute_multiplier"] = pick("compute_multiplier", 1.0)
         resolved["reasoning_effort"] = given.reasoning_effort
     return resolved
+
+
+def total_steps(hp: dict[str, Any], examples: int) -> int:
+    """A reinforcement job's steps: its epochs of batches over the training file."""
+    return hp["n_epochs"] * math.ceil(examples / hp["batch_size"])
 
 
 def stage_config(
@@ -137,7 +142,6 @@ def stage_config(
         "function": "rlguard.judges.graders.reward:grade",
         "options": {"grader": "grader.json"},
     }
-    steps = hp["n_epochs"] * math.ceil(examples / hp["batch_size"])
     task = {
         "name": "grader",
         "prompts": "data/train.jsonl",
@@ -159,7 +163,7 @@ def stage_config(
         "output_dir": "output",
         "policy": model,
         "tasks": [task],
-        "steps": steps,
+        "steps": total_steps(hp, examples),
         "learning_rate": lr,
         "eval_every": hp["eval_interval"],
         "save_every": hp["eval_interval"],

@@ -105,33 +105,35 @@ def check_file(row: File, method: str, param: str) -> None:
         )
 
 
-def first_bad_line(store: ArtifactStore, row: File, method: str) -> tuple[int, str] | None:
-    """What the method needs of each example beyond its shape: supervised, an assistant turn;
-    reinforcement, messages ending with the user's turn. Read through once (the file's size
-    was bounded when it was uploaded)."""
-    if method == DPO:
-        return None
+def checked_lines(store: ArtifactStore, row: File, method: str, param: str) -> dict[str, Any]:
+    """The file's first example, once the file holds the method's kind of examples and each
+    line what the method needs of it beyond its shape: supervised, an assistant turn;
+    reinforcement, messages ending with the user's turn (a 400 naming the file and the line
+    otherwise). Read through once (the file's size was bounded when it was uploaded); a DPO
+    file only to its first example."""
+    check_file(row, method, param)
+    first = None
     with store.open_object(row.store_key) as stream:
         for number, raw in enumerate(stream, 1):
             if not raw.strip():
                 continue
-            roles = [m["role"] for m in json.loads(raw)["messages"]]
+            example = json.loads(raw)
+            first = example if first is None else first
+            if method == DPO:
+                break
+            roles = [m["role"] for m in example["messages"]]
+            problem = None
             if method == SUPERVISED and "assistant" not in roles:
-                return number, "messages: a supervised example needs an assistant turn"
+                problem = "messages: a supervised example needs an assistant turn"
             if method == REINFORCEMENT and roles[-1] != "user":
-                return number, (
-                    f"messages: a reinforcement example ends with the user's turn "
+                problem = (
+                    "messages: a reinforcement example ends with the user's turn "
                     f"(got {roles[-1]!r} last)"
                 )
-    return None
-
-
-def first_item(store: ArtifactStore, row: File) -> dict[str, Any]:
-    with store.open_object(row.store_key) as stream:
-        for raw in stream:
-            if raw.strip():
-                return json.loads(raw)
-    return {}
+            if problem is not None:
+                message = f"{row.filename}: line {number}: {problem}"
+                raise _refuse(param, message, "invalid_file")
+    return first or {}
 
 
 def check_grader(raw: Any, item: dict[str, Any]) -> dict[str, Any]:
@@ -160,20 +162,16 @@ def plan(
 ) -> tuple[Plan, dict[str, Any]]:
     """The job's plan and its method as stored (type, resolved hyperparameters, grader)."""
     training, validation = files
-    for row, param in ((training, "training_file"), (validation, "validation_file")):
-        if row is None:
-            continue
-        check_file(row, method, param)
-        bad = first_bad_line(store, row, method)
-        if bad is not None:
-            raise _refuse(param, f"{row.filename}: line {bad[0]}: {bad[1]}", "invalid_file")
+    first = checked_lines(store, training, method, "training_file")
+    if validation is not None:
+        checked_lines(store, validation, method, "validation_file")
     at = f"method.{method}.hyperparameters"
     given = parse_hyperparameters(method, settings.get("hyperparameters") or {}, at)
     examples = sum(training.shapes.values())
     hp = resolve(method, given, examples)
     grader = None
     if method == REINFORCEMENT:
-        grader = check_grader(settings.get("grader"), first_item(store, training))
+        grader = check_grader(settings.get("grader"), first)
     extension = body.rlguard or {}
     max_new_tokens = extension.get("max_new_tokens", MAX_NEW_TOKENS)
     if not isinstance(max_new_tokens, int) or not 1 <= max_new_tokens <= 4096:
