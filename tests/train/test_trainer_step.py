@@ -194,3 +194,21 @@ def test_eval_measures_kl_to_the_reference_on_the_first_answer_to_each_prompt(wo
 def test_several_eval_answers_per_prompt_need_sampling(world):
     with pytest.raises(ValueError, match="eval_temperature > 0"):
         make_trainer(world, loop={"eval_samples": 2, "eval_temperature": 0.0})
+
+
+def test_side_scores_are_logged_at_each_step_and_eval_and_never_trained_on(world):
+    says_5 = lambda prompts, completions: [1.0 if "5" in c else 0.0 for c in completions]  # noqa: E731
+    trainer = make_trainer(world, optimizers=("grpo", "grpo"))
+    trainer.tasks[0].scores = {"five": says_5}
+    torch.manual_seed(0)
+    with_score = trainer.training_step(1)
+    assert with_score["a/score/five"] == pytest.approx(0.5)  # ANSWERS: half say 5
+    assert "b/score/five" not in with_score
+    assert trainer.evaluate(step=1)["metrics"]["eval/a/score/five"] == 0.5
+    plain = make_trainer(world, optimizers=("grpo", "grpo"))
+    torch.manual_seed(0)
+    plain.training_step(1)
+    for (name, p), q in zip(
+        trainer.models.policy.named_parameters(), plain.models.policy.parameters(), strict=True
+    ):
+        torch.testing.assert_close(p, q, msg=name)  # the score took no part in the update

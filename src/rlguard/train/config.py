@@ -109,6 +109,10 @@ class TaskConfig(FrozenConfig):
         None, description="held-out gold metric; the task's eval score when given"
     )
     judges: list[JudgeSpec] = Field(default_factory=list)
+    scores: dict[str, RewardSpec] = Field(
+        default_factory=dict,
+        description="scored and logged at each step and eval (score/<name>), never trained on",
+    )
     optimizer: Optimizer = "crpg"
     weight: float = Field(1.0, ge=0, description="rho: this task's share of each policy step")
     k: int = Field(4, ge=1, description="samples per prompt")
@@ -257,7 +261,9 @@ class CGPOConfig(FrozenConfig):
                     paths.append((f"tasks.{i}.judges.{j}.model", judge.model))
                 if judge.grader is not None:
                     paths.append((f"tasks.{i}.judges.{j}.grader", judge.grader))
-            for name, spec in (("reward", task.reward), ("gold", task.gold)):
+            specs = [("reward", task.reward), ("gold", task.gold)]
+            specs += [(f"scores.{name}", spec) for name, spec in task.scores.items()]
+            for name, spec in specs:
                 if spec is not None and spec.model is not None:
                     paths.append((f"tasks.{i}.{name}.model", spec.model))
         return paths

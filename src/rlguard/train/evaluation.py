@@ -55,6 +55,8 @@ def evaluate(
             first = answers.select(range(0, len(answers), samples))
             metrics[f"{name}/seq_kl"] = float(log_ratio(first).mean())
         metrics.update({f"{name}/judge/{k}": v for k, v in task.judges.pass_rates().items()})
+        scores = task.side_scores(asked, answers.texts, metadata)
+        metrics.update({f"{name}/{k}": v for k, v in scores.items()})
         task.judges.reset()
         task_score = pass_rate
         if task.gold is not None:

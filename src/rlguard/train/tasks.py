@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -31,11 +33,21 @@ class Task:
     judges: MixtureOfJudges
     reward: RewardFunction
     gold: RewardFunction | None = None  # held-out quality the policy never trains on
+    scores: dict[str, RewardFunction] = field(default_factory=dict)  # logged, never trained on
     baselines: dict[int, Baseline] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
         return self.config.name
+
+    def side_scores(
+        self, prompts: Sequence[str], completions: Sequence[str], metadata: Sequence[dict[str, Any]]
+    ) -> dict[str, float]:
+        """Each of `scores`' mean over these samples, as `score/<name>`."""
+        return {
+            f"score/{name}": float(score(fn, prompts, completions, metadata=metadata).mean())
+            for name, fn in self.scores.items()
+        }
 
     def sample(self, seed: int, step: int, index: int) -> list[int]:
         """The step's prompt rows: a pure function of (seed, step, task), so a resumed run sees
@@ -78,4 +90,8 @@ def load_task(
         reward = load_reward(config.reward, f"{where}.reward", device, batch_size)
     if gold is None and config.gold is not None:
         gold = load_reward(config.gold, f"{where}.gold", device, batch_size)
-    return Task(config, prompts, eval_prompts, judges, reward, gold)
+    scores = {
+        name: load_reward(spec, f"{where}.scores.{name}", device, batch_size)
+        for name, spec in config.scores.items()
+    }
+    return Task(config, prompts, eval_prompts, judges, reward, gold, scores)

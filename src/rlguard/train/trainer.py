@@ -126,7 +126,8 @@ class CGPOTrainer:
         self.best_score: float | None = None
         self.last_loss = 0.0
         self.stop_reason: str | None = None
-        self.train_rewards: dict[str, list[float]] = {}  # each task's, since the last eval
+        # each task's reward and side scores, since the last eval
+        self.train_rewards: dict[str, list[float]] = {}
 
     def _device(self, model: str) -> torch.device:
         """A model's device: its `devices.<model>` override, else the run's `device`."""
@@ -253,6 +254,11 @@ class CGPOTrainer:
             "length": batch.rollouts.lengths.mean(),
             **{f"judge/{k}": v for k, v in task.judges.pass_rates().items()},
         }
+        if task.scores:
+            taken = task.prompts.take(rows)
+            asked = [taken.texts[i] for i in batch.rollouts.prompt_index]
+            metadata = [taken.metadata[i] for i in batch.rollouts.prompt_index]
+            means.update(task.side_scores(asked, batch.rollouts.texts, metadata))
         if batch.calibrated is not None:
             means["calibrated_reward"] = batch.calibrated.mean()
         task.judges.reset()
@@ -462,7 +468,7 @@ class CGPOTrainer:
                 if log is not None:
                     log.log(step, metrics)
                 for name, value in metrics.items():
-                    if name.endswith("/reward"):
+                    if name.endswith("/reward") or "/score/" in name:
                         self.train_rewards.setdefault(name, []).append(float(value))
                 if step % self.args.eval_every == 0 or step == self.args.steps:
                     self._on_eval(step, log)
