@@ -1,9 +1,11 @@
 """How many samples per second each of OpenAI's grader types grades here, as a reinforcement
 job would call it (in process, one sample at a time; the python grader also two at a time, one
 per core, since each sample is a sandboxed child process). Model outputs and items are seeded
-sentences of a small vocabulary, 10 to 40 words. Each type is timed in every round (3 by
-default) and its median kept; the host's load average is recorded, since other work on the
-machine slows every number. Asserts nothing.
+sentences of a small vocabulary, 10 to 40 words. The score_model grader runs on a tiny random
+Llama (hidden size 32, built here) answering 4 tokens greedily: the cost of the grader's own
+work around a generation, not of a real scoring model, whose generation dominates. Each type
+is timed in every round (3 by default) and its median kept; the host's load average is
+recorded, since other work on the machine slows every number. Asserts nothing.
 
     python benchmarks/bench_graders.py --out benchmarks/results/graders.json
 """
@@ -15,6 +17,7 @@ import os
 import platform
 import random
 import statistics
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,8 +25,11 @@ from typing import Any
 
 from rlguard.io import write_json
 from rlguard.judges.graders.parse import parse_grader
+from rlguard.judges.graders.score_model import LocalModels
 from rlguard.judges.graders.templates import sample_of
 from rlguard.judges.graders.text_similarity import METRICS, meteor_synonyms
+from rlguard.train.tokenizer import train_tokenizer
+from rlguard.train.toy import tiny_llama
 
 RESULTS = Path(__file__).parent / "results"
 WORDS = [
@@ -46,6 +52,17 @@ GRADERS: dict[str, tuple[dict[str, Any], int]] = {  # name: (grader, samples to 
         for metric in METRICS
     },
     "python": ({"type": "python", "source": PYTHON}, 60),
+    "score_model": (
+        {
+            "type": "score_model",
+            "model": "tiny",
+            "input": [
+                {"role": "user", "content": "Score {{sample.output_text}} for {{item.reference}}"}
+            ],
+            "sampling_params": {"temperature": 0, "max_completions_tokens": 4},
+        },
+        100,
+    ),
     "multi": (
         {
             "type": "multi",
@@ -63,6 +80,15 @@ GRADERS: dict[str, tuple[dict[str, Any], int]] = {  # name: (grader, samples to 
         2_000,
     ),
 }
+
+
+def tiny_model(path: Path) -> Path:
+    """A tiny random Llama with a chat template, saved at `path`."""
+    tokenizer = train_tokenizer([" ".join(WORDS)] * 8, vocab_size=300)
+    tokenizer.chat_template = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
+    tiny_llama(tokenizer, hidden_size=32, seed=0).save_pretrained(path, safe_serialization=True)
+    tokenizer.save_pretrained(path)
+    return path
 
 
 def sentence(rng: random.Random) -> str:
@@ -92,9 +118,11 @@ def main() -> None:
     rng = random.Random(0)
     rounds: dict[str, list[float]] = {}
     load_before = os.getloadavg()[0]
+    tmp = tempfile.TemporaryDirectory(prefix="bench-graders-")
+    models = LocalModels({"tiny": str(tiny_model(Path(tmp.name) / "tiny"))})
     for _ in range(args.rounds):
         for name, (spec, count) in GRADERS.items():
-            grader = parse_grader({"name": name, **spec})
+            grader = parse_grader({"name": name, **spec}, models=models)
             pairs = [
                 (sample_of(sentence(rng)), {"reference": sentence(rng)})
                 for _ in range(max(1, int(count * args.scale)))
@@ -113,6 +141,7 @@ def main() -> None:
         "machine": platform.processor() or platform.machine(),
         "python": platform.python_version(),
     }
+    tmp.cleanup()
     write_json(args.out, result)
     print(result)
 

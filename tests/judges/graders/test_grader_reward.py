@@ -54,3 +54,18 @@ def test_options_need_a_function_and_an_unreadable_grader_is_named(tmp_path: Pat
     )
     with pytest.raises(InputError, match=r"missing\.json: cannot read a grader"):
         score(load_reward(spec, "reward"), ["q"], ["a"], metadata=[{}])
+
+
+def test_a_sub_graders_score_is_read_from_the_same_grade(tmp_path: Path) -> None:
+    (tmp_path / "grader.json").write_text(json.dumps(SUMS_GRADER))
+
+    def sub(name: str):  # type: ignore[no-untyped-def]
+        options = {"grader": str(tmp_path / "grader.json"), "sub_grader": name}
+        spec = RewardSpec(function="rlguard.judges.graders.reward:grade", options=options)
+        return load_reward(spec, f"scores.{name}")
+
+    completions, items = ["The final answer is 4.", "The final answer is 3."], [{"answer": "4"}] * 2
+    right = score(sub("right"), ["q"] * 2, completions, metadata=items).tolist()
+    assert right == [1.0, 0.0]
+    with pytest.raises(InputError, match="the grader has no sub-grader 'style'"):
+        score(sub("style"), ["q"], ["a"], metadata=[{}])

@@ -19,17 +19,18 @@ import openai
 import pytest
 import torch
 from openai.types.chat import ChatCompletion
+from openai.types.fine_tuning.alpha import GraderRunResponse
 from openapi_schema import assert_conforms, checked
 from sdk_server import served, served_platform
 from tiny_chat import USER, chat_model
 
+from rlguard.judges.llm import chat_model as inference
+from rlguard.judges.llm.chat_model import Sampling
 from rlguard.platform import states
 from rlguard.platform.artifacts import ArtifactStore
 from rlguard.platform.db import Checkpoint, FineTuningJob, Job
 from rlguard.platform.errors import ApiError, error_body
-from rlguard.platform.finetune import inference
 from rlguard.platform.finetune.base_models import parse_model
-from rlguard.platform.finetune.inference import Sampling
 from rlguard.platform.finetune.inference_pool import MAX_IN_FLIGHT, InferencePool
 from rlguard.platform.uploader import upload_checkpoint
 
@@ -64,12 +65,29 @@ def client(
         yield client
 
 
+GRADERS_RUN = "/fine_tuning/alpha/graders/run"
+
+
 def complete(client: openai.OpenAI, **settings: Any) -> ChatCompletion:
     """A completion of the tiny model (USER's question, greedy, 8 tokens unless `settings`
     say otherwise), checked against OpenAI's schema."""
     call = client.chat.completions.with_raw_response.create
     request = {"model": "tiny", "messages": [USER], "temperature": 0, "max_tokens": 8}
     return checked(call, CHAT, "post", **{**request, **settings})
+
+
+def score(client: openai.OpenAI, model: str) -> GraderRunResponse:
+    """A score_model grader on `model`, run on one sample (the tiny model's answer, whatever
+    it is, is the reward or a parse error)."""
+    grader = {
+        "type": "score_model",
+        "name": "judge",
+        "model": model,
+        "input": [{"role": "user", "content": "Score {{sample.output_text}}"}],
+        "sampling_params": {"temperature": 0, "max_completions_tokens": 4},
+    }
+    call = client.fine_tuning.alpha.graders.with_raw_response.run
+    return checked(call, GRADERS_RUN, "post", grader=grader, model_sample="4", item={})
 
 
 def test_a_completion_is_openais_chat_completion(client: openai.OpenAI) -> None:
@@ -255,6 +273,10 @@ def test_a_fine_tuned_model_is_served_to_its_tenant_only(tmp_path: Path) -> None
         assert [p.name.startswith(".staging-") for p in cached] == [False]
         with pytest.raises(openai.NotFoundError, match=f"The model '{name}' does not exist"):
             complete(other, model=name)
+        scored = score(owner, name)  # as a score_model grader's model, too
+        assert scored.metadata.sampled_model_name == name
+        with pytest.raises(openai.BadRequestError, match=r"grader\.model: the model does not"):
+            score(other, name)
         owner.models.delete(name)
         with pytest.raises(openai.NotFoundError, match=f"The model '{name}' does not exist"):
             complete(owner, model=name)

@@ -105,14 +105,36 @@ def test_a_multigraders_sub_graders_become_cgpos_constraints(clients) -> None:
     assert task["judges"] == [
         {"name": "grader", "grader": "grader.json", "sub_grader": "right", "pass_threshold": 1.0}
     ]
+    assert {name: spec["options"] for name, spec in task["scores"].items()} == {
+        sub: {"grader": "grader.json", "sub_grader": sub} for sub in ("right", "form")
+    }  # each sub-grader's score, logged
 
 
-def stage_config_of(client: openai.OpenAI, store: Path) -> dict[str, Any]:
-    """The `rlguard train` config in the working directory of the newest job."""
+def stage_config_of(client: openai.OpenAI, store: Path, name: str = "ft.yaml") -> Any:
+    """The `rlguard train` config (or another file) in the working directory of the newest job."""
     job = client.get("/jobs", cast_to=dict, options={"params": {"limit": 1}})["data"][0]
     sha = job["working_dir"].removeprefix("sha256:")
     with zipfile.ZipFile(store / job["tenant"] / "working_dirs" / f"{sha}.zip") as packed:
-        return yaml.safe_load(packed.read("ft.yaml"))
+        return yaml.safe_load(packed.read(name))
+
+
+SCORED = {
+    "type": "score_model",
+    "name": "judge",
+    "model": "tiny",
+    "input": [{"role": "user", "content": "Is {{sample.output_text}} right for {{item.answer}}?"}],
+}
+
+
+def test_a_score_model_sub_grader_scores_with_a_base_model_the_job_is_shown(clients) -> None:
+    a, _, files, store = clients
+    grader = {**SUMS_GRADER, "graders": {**SUMS_GRADER["graders"], "judge": SCORED}}
+    a.fine_tuning.jobs.create(
+        model="tiny", training_file=files["prompts"], method=reinforcement(grader)
+    )
+    shown = stage_config_of(a, store, "grader.json")  # reward.load_grader's file
+    assert shown["grader"]["graders"]["judge"]["model"] == "tiny"
+    assert shown["models"] == {"tiny": str(store.parent / "tiny")}
 
 
 def test_supervised_and_dpo_jobs_take_their_own_files(clients) -> None:
@@ -231,6 +253,21 @@ BAD = [
         },
         "method.reinforcement.grader.source",
         "KeyError",
+    ),
+    (
+        {"training_file": "prompts", "method": reinforcement({**SCORED, "model": "ft:tiny:x:y:z"})},
+        "method.reinforcement.grader.model",
+        "a fine-tuned model cannot score inside a job",
+    ),
+    (
+        {
+            "training_file": "prompts",
+            "method": reinforcement(
+                {**SCORED, "input": [{"role": "user", "content": "{{item.x}}"}]}
+            ),
+        },
+        "method.reinforcement.grader.input.0",
+        "item.x",
     ),
     (
         {"training_file": "prompts", "method": reinforcement(n_epochs=0)},

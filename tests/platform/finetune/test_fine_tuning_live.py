@@ -138,6 +138,9 @@ def test_the_shortcut_is_stopped_early_and_ends_succeeded_with_its_best_checkpoi
     metrics = [e.data for e in events if e.type == "metrics"]
     rewards = [m["full_valid_mean_reward"] for m in metrics]
     assert len(rewards) >= 3 and rewards[-1] < max(rewards)  # it fell from its best
+    for m in metrics:  # each sub-grader's means: validation at every eval, train after steps
+        splits = {"valid_mean_reward"} | ({"train_mean_reward"} if m["step"] else set())
+        assert {k: set(v) for k, v in m["sub_graders"].items()} == {"right": splits, "form": splits}
     train = [m["train_mean_reward"] for m in metrics[1:]]  # the first eval is before any step
     assert train[-1] > train[0] and "train_mean_reward" not in metrics[0]  # the shortcut pays
     stop = [e for e in events if e.message.startswith("Stopping early (evalstop): ")]
@@ -218,6 +221,50 @@ def test_a_job_pauses_resumes_and_cancels(platform):
     assert cancelled.status == "cancelled" and cancelled.fine_tuned_model is None
     messages = [e.message for e in client.fine_tuning.jobs.list_events(job.id, limit=1000)]
     assert "Fine-tuning job starting (attempt 2)" in messages  # a second run, after the pause
+
+
+def test_a_score_model_grader_scores_inside_the_job(platform):
+    """The toy base model as its own grader: asked a sum, it answers "The final answer is N.",
+    and the first number of its answer (0..4) is the score, so the rewards are its own."""
+    client = platform["client"]
+    rows = [sum_row(a, b) for a in range(3) for b in range(3)]
+    upload = client.files.create(file=jsonl("scored.jsonl", rows), purpose="fine-tune")
+    judge = {
+        "type": "score_model",
+        "name": "judge",
+        "model": "toy",
+        "input": [{"role": "user", "content": "What is {{item.answer}} + 0? "}],
+        "range": [0, 10],
+        "sampling_params": {"temperature": 0, "max_completions_tokens": 8},
+    }
+    grader = {
+        "type": "multi",
+        "name": "scored",
+        "graders": {"judge": judge},
+        "calculate_output": "judge / 10",
+    }
+    job = client.fine_tuning.jobs.create(
+        model="toy",
+        training_file=upload.id,
+        method={
+            "type": "reinforcement",
+            "reinforcement": {
+                "grader": grader,
+                "hyperparameters": {"n_epochs": 1, "batch_size": 3, "eval_interval": 3},
+            },
+        },
+        extra_body={"rlguard": {"max_new_tokens": 8, "stop_policy": {"rule": "none"}}},
+    )
+    done = wait(client, job.id)
+    assert done.status == "succeeded", done.error
+    events = client.fine_tuning.jobs.list_events(job.id, limit=1000).data
+    metrics = [e.data for e in events if e.type == "metrics"]
+    judged = [m["sub_graders"]["judge"]["valid_mean_reward"] for m in metrics]
+    assert judged and all(0 < j <= 10 for j in judged)  # the model's own numbers, not errors
+    assert all(
+        m["full_valid_mean_reward"] == pytest.approx(j / 10)
+        for m, j in zip(metrics, judged, strict=True)
+    )
 
 
 def test_a_finished_jobs_answers_conform_to_openais_published_schema(platform):

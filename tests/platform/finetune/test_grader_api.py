@@ -16,6 +16,8 @@ from sdk_server import served
 
 from hostile_programs import LIMITS
 from rlguard.judges.graders import python
+from rlguard.platform.finetune.base_models import parse_model
+from tiny_scorer import ASK, scorer_model
 
 STRING_CHECK = {
     "type": "string_check",
@@ -43,18 +45,21 @@ MULTI = {
     "calculate_output": "0.75 * exact + 0.25 * min(long, 1)",
 }
 GRADERS = "/fine_tuning/alpha/graders"
-SCORE_MODEL = {
+SCORE_MODEL = {  # on tiny_scorer's model, registered as the operator's base model "scorer"
     "type": "score_model",
     "name": "judge",
-    "model": "gpt-4o-2024-08-06",
-    "input": [{"role": "user", "content": "Score {{sample.output_text}} from 0 to 1"}],
+    "model": "scorer",
+    "input": [{"role": "user", "content": ASK + "{{sample.output_text}}"}],
     "range": [0, 1],
+    "sampling_params": {"temperature": 0, "max_completions_tokens": 4},
 }
 
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[openai.OpenAI]:
-    with served(tmp_path_factory.mktemp("graders")) as (client, _):
+    scorer = scorer_model(tmp_path_factory.mktemp("scorer") / "model")
+    models = [parse_model(f"scorer={scorer}")]
+    with served(tmp_path_factory.mktemp("graders"), models=models) as (client, _):
         yield client
 
 
@@ -71,8 +76,13 @@ def run(client: openai.OpenAI, grader: dict[str, Any], sample: str, item: Any) -
         (SIMILAR, '{"capital": "Pariss"}', {"capital": "Paris"}, 10 / 11),
         (PYTHON, "four", {"length": 8}, 0.5),
         (MULTI, "4", {"answer": "4", "length": 2}, 0.75 + 0.25 * 0.5),
+        (SCORE_MODEL, "Paris", {}, 1.0),
+        (SCORE_MODEL, "London", {}, 0.0),
     ],
-    ids=["string_check-pass", "string_check-fail", "text_similarity", "python", "multi"],
+    ids=[
+        *("string_check-pass", "string_check-fail", "text_similarity", "python", "multi"),
+        *("score_model-pass", "score_model-fail"),
+    ],
 )
 def test_validate_and_run_round_trip_through_the_sdk(
     client: openai.OpenAI, grader: dict[str, Any], sample: str, item: Any, reward: float
@@ -88,6 +98,15 @@ def test_validate_and_run_round_trip_through_the_sdk(
     assert not any(v for v in got.metadata.errors.to_dict().values())
     assert got.metadata.execution_time >= 0
     assert got.sub_rewards == ({"exact": 1.0, "long": 0.5} if grader is MULTI else {})
+    scored = grader is SCORE_MODEL
+    assert got.metadata.sampled_model_name == ("scorer" if scored else None)
+    usage = got.model_grader_token_usage_per_model
+    assert (got.metadata.token_usage or 0) == (usage["scorer"]["total_tokens"] if scored else 0)
+
+
+def test_a_score_model_answer_out_of_range_is_flagged_not_refused(client: openai.OpenAI) -> None:
+    got = run(client, {**SCORE_MODEL, "range": [2, 5]}, "Paris", {})  # the model says 1
+    assert got.reward == 0.0 and got.metadata.errors.model_grader_parse_error
 
 
 BAD = {  # what is wrong: (grader, item, the field named, words of the message)
@@ -158,10 +177,10 @@ BAD = {  # what is wrong: (grader, item, the field named, words of the message)
     ),
     "sub-grader": (MULTI, {"answer": "4"}, "grader.graders.long.source", "KeyError: 'length'"),
     "score_model": (
-        SCORE_MODEL,
+        {**SCORE_MODEL, "model": "gpt-4o-2024-08-06"},
         {},
         "grader.model",
-        "score_model needs a registered model (not available yet)",
+        "the model does not exist or is not available to you",
     ),
     "python image": (
         {**PYTHON, "image_tag": "latest"},

@@ -21,6 +21,22 @@ class GraderError(ValueError):
 class Grade:
     reward: float
     sub_rewards: dict[str, float] = field(default_factory=dict)  # a multigrader's, by name
+    errors: dict[str, Any] = field(default_factory=dict)  # OpenAI's flags, those raised
+    usage: dict[str, dict[str, int]] = field(default_factory=dict)  # a model grader's tokens
+
+    @classmethod
+    def combined(cls, reward: float, parts: dict[str, Grade]) -> Grade:
+        """A multigrader's grade: its sub-graders' rewards, errors and token usage."""
+        errors: dict[str, Any] = {}
+        usage: dict[str, dict[str, int]] = {}
+        for part in parts.values():
+            errors.update(part.errors)
+            for model, tokens in part.usage.items():
+                mine = usage.setdefault(model, dict.fromkeys(tokens, 0))
+                for key, count in tokens.items():
+                    mine[key] = mine.get(key, 0) + count
+        sub_rewards = {name: part.reward for name, part in parts.items()}
+        return cls(reward, sub_rewards, errors, usage)
 
 
 class Grader(BaseModel):

@@ -47,12 +47,13 @@ class MultiGrader(Grader):
             grader.check(f"{at}.graders.{name}")
 
     def grade(self, sample: dict[str, Any], item: Any, at: str = "grader") -> Grade:
-        scores = {
-            name: grader.grade(sample, item, f"{at}.graders.{name}").reward
+        parts = {
+            name: grader.grade(sample, item, f"{at}.graders.{name}")
             for name, grader in self.graders.items()
         }
+        scores = {name: part.reward for name, part in parts.items()}
         try:
             reward = formula.evaluate(self.calculate_output, scores)
         except formula.FormulaError as e:
             raise GraderError(f"{at}.calculate_output: {e}", f"{at}.calculate_output") from None
-        return Grade(reward, scores)
+        return Grade.combined(reward, parts)

@@ -10,14 +10,16 @@ from pydantic import Field, TypeAdapter, ValidationError
 from rlguard.errors import shown
 from rlguard.judges.graders.base import GraderError
 from rlguard.judges.graders.multi import MultiGrader, SubGrader
+from rlguard.judges.graders.score_model import ScoringModels
 
 AnyGrader = Annotated[SubGrader | MultiGrader, Field(discriminator="type")]
 _ADAPTER: TypeAdapter[AnyGrader] = TypeAdapter(AnyGrader)
 
 
-def parse_grader(data: Any, at: str = "grader") -> AnyGrader:
+def parse_grader(data: Any, at: str = "grader", models: ScoringModels | None = None) -> AnyGrader:
+    """`models`: those a score_model grader may use here (none: such a grader is refused)."""
     try:
-        return _ADAPTER.validate_python(data)
+        return _ADAPTER.validate_python(data, context={"models": models})
     except ValidationError as e:
         raise _refusal(e.errors(include_url=False)[0], data, at) from None
 

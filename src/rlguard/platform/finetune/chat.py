@@ -13,17 +13,25 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
+from rlguard.judges.llm.chat_model import Completion, Refusal
 from rlguard.platform.api import Caller, Reader
 from rlguard.platform.db import Tenant
 from rlguard.platform.errors import ApiError
 from rlguard.platform.finetune.chat_request import ChatCompletionCreate
-from rlguard.platform.finetune.inference import Completion, Refusal
 from rlguard.platform.finetune.inference_pool import pool
 from rlguard.platform.finetune.models import fine_tuned, model_not_found
 from rlguard.platform.finetune.weights import WeightsTooLarge, WeightsUnavailable, local_weights
 
 router = APIRouter()
 CACHE_DIR = "model-cache"  # under the data directory: fine-tuned weights, by store key
+
+
+def fine_tuned_key(request: Request, tenant_id: str, model_id: str) -> str | None:
+    """The store key of this tenant's fine-tuned model's weights (None: it has no such model)."""
+    with request.app.state.platform.store.transaction() as s:
+        tenant = s.get(Tenant, tenant_id)
+        found = None if tenant is None else fine_tuned(s, Caller(tenant, frozenset()), model_id)
+        return None if found is None else found[1].store_key
 
 
 def model_weights(request: Request, tenant_id: str, model_id: str) -> str:
@@ -33,10 +41,7 @@ def model_weights(request: Request, tenant_id: str, model_id: str) -> str:
     base = platform.models.get(model_id)
     if base is not None:
         return base.path
-    with platform.store.transaction() as s:
-        tenant = s.get(Tenant, tenant_id)
-        found = None if tenant is None else fine_tuned(s, Caller(tenant, frozenset()), model_id)
-        key = None if found is None else found[1].store_key
+    key = fine_tuned_key(request, tenant_id, model_id)
     if key is None:
         raise model_not_found(model_id)
     try:

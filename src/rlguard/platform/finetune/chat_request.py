@@ -23,8 +23,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from rlguard.judges.llm.chat_model import Sampling
 from rlguard.platform.errors import ApiError
-from rlguard.platform.finetune.inference import Sampling
 
 MAX_TOKENS = 1024
 MAX_N = 8

@@ -1,6 +1,7 @@
 """OpenAI's `POST /v1/fine_tuning/alpha/graders/validate` and `/run` (the `read` scope): a
 grader checked (a python grader's source run in the sandbox, without grading), or run on one
-model sample and dataset item, in OpenAI's response shapes. A bad grader, a template naming a
+model sample and dataset item, in OpenAI's response shapes (a score_model grader on the
+tenant's models: score_models.py). A bad grader, a template naming a
 field the item or sample lacks, or a python grader that fails is a 400 naming the field; nothing
 is stored."""
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from pydantic import BaseModel
 
 from rlguard.judges.graders.base import GraderError
@@ -17,6 +18,7 @@ from rlguard.judges.graders.parse import parse_grader
 from rlguard.judges.graders.templates import sample_of
 from rlguard.platform.api import Reader
 from rlguard.platform.errors import ApiError
+from rlguard.platform.finetune.score_models import TenantModels
 
 router = APIRouter()
 PATH = "/v1/fine_tuning/alpha/graders"
@@ -54,9 +56,9 @@ def _refused(e: GraderError) -> ApiError:
 
 
 @router.post(PATH + "/validate")
-def validate(body: ValidateBody, who: Reader) -> dict[str, Any]:
+def validate(body: ValidateBody, request: Request, who: Reader) -> dict[str, Any]:
     try:
-        grader = parse_grader(body.grader)
+        grader = parse_grader(body.grader, models=TenantModels(request, who.tenant.id))
         grader.check()
     except GraderError as e:
         raise _refused(e) from None
@@ -64,11 +66,11 @@ def validate(body: ValidateBody, who: Reader) -> dict[str, Any]:
 
 
 @router.post(PATH + "/run")
-def run(body: RunBody, who: Reader) -> dict[str, Any]:
+def run(body: RunBody, request: Request, who: Reader) -> dict[str, Any]:
     start = time.perf_counter()
     item = {} if body.item is None else body.item
     try:
-        grader = parse_grader(body.grader)
+        grader = parse_grader(body.grader, models=TenantModels(request, who.tenant.id))
         grade = grader.grade(sample_of(body.model_sample), item)
     except GraderError as e:
         raise _refused(e) from None
@@ -77,12 +79,12 @@ def run(body: RunBody, who: Reader) -> dict[str, Any]:
         "metadata": {
             "name": grader.name,
             "type": grader.type,
-            "errors": NO_ERRORS,
+            "errors": {**NO_ERRORS, **grade.errors},
             "execution_time": time.perf_counter() - start,
             "scores": {},
-            "token_usage": None,
-            "sampled_model_name": None,
+            "token_usage": sum(u["total_tokens"] for u in grade.usage.values()) or None,
+            "sampled_model_name": next(iter(grade.usage), None),
         },
         "sub_rewards": grade.sub_rewards,
-        "model_grader_token_usage_per_model": {},
+        "model_grader_token_usage_per_model": grade.usage,
     }

@@ -17,9 +17,9 @@ from typing import Any
 import anyio
 from starlette.requests import Request
 
+from rlguard.judges.llm.chat_model import Completion, Refusal, Sampling, complete
 from rlguard.platform.errors import ApiError
 from rlguard.platform.executor import RayExecutor
-from rlguard.platform.finetune.inference import Completion, Refusal, Sampling, complete
 
 MAX_IN_FLIGHT = 16
 TIMEOUT_S = 600.0

@@ -141,9 +141,13 @@ def event_object(ft: FineTuningJob, event: Event) -> dict[str, Any] | None:
     }
 
 
+SPLITS = {"train": "train_mean_reward", "eval": "valid_mean_reward"}  # a sub-grader's means
+
+
 def metrics_data(report: dict[str, Any]) -> dict[str, Any]:
     """An eval report as OpenAI's metrics: the validation reward (the eval's score), the train
-    reward (the mean of the steps since the eval before), the loss."""
+    reward (the mean of the steps since the eval before), the loss, and each sub-grader's
+    train and validation means (`sub_graders`, a multigrader's)."""
     measured = report.get("metrics") or {}
     train = [v for k, v in measured.items() if k.startswith("train/") and k.endswith("/reward")]
     data = {
@@ -155,6 +159,13 @@ def metrics_data(report: dict[str, Any]) -> dict[str, Any]:
         data["train_mean_reward"] = sum(train) / len(train)
     if report.get("loss") is not None:
         data["train_loss"] = report["loss"]
+    subs: dict[str, dict[str, float]] = {}
+    for key, value in measured.items():
+        split, _, sub = key.partition("/score/")
+        if sub and split.count("/") == 1 and split.split("/")[0] in SPLITS:
+            subs.setdefault(sub, {})[SPLITS[split.split("/")[0]]] = value
+    if subs:
+        data["sub_graders"] = subs
     return data
 
 

@@ -63,7 +63,7 @@ def _create(request: Request, body: requests.FineTuningJobCreate, who: Caller) -
     store = request.app.state.deposits.store
     seed = body.seed if body.seed is not None else int(time.time()) % 2**31
     plan, stored_method = requests.plan(
-        body, method, settings, base.path, (training, validation), store, seed
+        body, method, settings, base.path, (training, validation), store, seed, platform.models
     )
     cap = platform.software.working_dir_bytes
     try:

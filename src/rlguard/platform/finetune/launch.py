@@ -40,6 +40,7 @@ class Plan:
     validation: File | None
     config: dict[str, Any]
     grader: dict[str, Any] | None
+    scorers: dict[str, str]  # the base models its score_model graders name: their paths
 
 
 def command(plan: Plan) -> str:
@@ -63,7 +64,9 @@ def working_dir(plan: Plan, store: ArtifactStore, tenant_id: str, max_bytes: int
         if plan.validation is not None:
             _copy(store, plan.validation.store_key, root / VALID)
         if plan.grader is not None:
-            (root / "grader.json").write_text(json.dumps(plan.grader), encoding="utf-8")
+            scored = {"grader": plan.grader, "models": plan.scorers}  # reward.load_grader's file
+            grader = scored if plan.scorers else plan.grader
+            (root / "grader.json").write_text(json.dumps(grader), encoding="utf-8")
         (root / "ft.yaml").write_text(yaml.safe_dump(plan.config, sort_keys=False))
         packed = workdir.pack(root, max_bytes=max_bytes)
     sha256 = hashlib.sha256(packed).hexdigest()  # as a client names what it packed

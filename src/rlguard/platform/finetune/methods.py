@@ -11,6 +11,7 @@ dpo's beta 0.1, reinforcement's eval_interval a tenth of the steps and compute_m
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -119,11 +120,13 @@ def stage_config(
     seed: int,
     max_new_tokens: int,
     cgpo: dict[str, Any] | None = None,
+    sub_graders: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The `rlguard train` config, its paths relative to the job's directory, where the job
     renders its files (rlguard.train.chat_data) and the platform sets `output_dir`. `cgpo`
     (reinforcement): `{"optimizer", "constraints": {sub-grader: pass_threshold}}`, each
-    constraint one of CGPO's judges (rlguard.judges.graders.judge), else GRPO."""
+    constraint one of CGPO's judges (rlguard.judges.graders.judge), else GRPO. `sub_graders`
+    (a multigrader's): each one's score is logged at each step and eval, never trained on."""
     lr = BASE_LEARNING_RATE[method] * hp["learning_rate_multiplier"]
     model = {"path": model_dir}
     if method != REINFORCEMENT:
@@ -138,9 +141,10 @@ def stage_config(
             "seed": seed,
         }
         return {**config, "beta": hp["beta"]} if method == DPO else config
-    grader = {
-        "function": "rlguard.judges.graders.reward:grade",
-        "options": {"grader": "grader.json"},
+    grader = {"function": GRADER_REWARD, "options": {"grader": "grader.json"}}
+    scores = {
+        sub: {"function": GRADER_REWARD, "options": {"grader": "grader.json", "sub_grader": sub}}
+        for sub in sub_graders
     }
     task = {
         "name": "grader",
@@ -153,6 +157,7 @@ def stage_config(
             {"name": "grader", "grader": "grader.json", "sub_grader": sub, "pass_threshold": bar}
             for sub, bar in (cgpo or {}).get("constraints", {}).items()
         ],
+        "scores": scores,
         "k": max(2, round(SAMPLES_PER_PROMPT * hp["compute_multiplier"])),
         "batch_size": hp["batch_size"],
         "max_new_tokens": max_new_tokens,

@@ -23,6 +23,7 @@ from rlguard.judges.graders.templates import sample_of
 from rlguard.platform.artifacts import ArtifactStore
 from rlguard.platform.db import File
 from rlguard.platform.errors import ApiError
+from rlguard.platform.finetune.base_models import RegisteredModel
 from rlguard.platform.finetune.examples import CHAT, PREFERENCE
 from rlguard.platform.finetune.launch import Plan
 from rlguard.platform.finetune.methods import (
@@ -33,6 +34,7 @@ from rlguard.platform.finetune.methods import (
     resolve,
     stage_config,
 )
+from rlguard.platform.finetune.score_models import JobModels
 
 MAX_NEW_TOKENS = 64
 EXTENSION_FIELDS = ("gpus", "cpus", "memory_mb", "budget_gpu_hours", "stop_policy", "setup")
@@ -136,14 +138,16 @@ def checked_lines(store: ArtifactStore, row: File, method: str, param: str) -> d
     return first or {}
 
 
-def check_grader(raw: Any, item: dict[str, Any]) -> dict[str, Any]:
+def check_grader(
+    raw: Any, item: dict[str, Any], base_models: dict[str, RegisteredModel]
+) -> dict[str, Any]:
     """The grader, validated and tried on the first training item (so a template naming a
     field the items lack is refused now, not after a run of zero rewards)."""
     if raw is None:
         raise _refuse("method.reinforcement.grader", "a reinforcement job needs a grader")
     at = "method.reinforcement.grader"
     try:
-        grader = parse_grader(raw, at)
+        grader = parse_grader(raw, at, JobModels(base_models))
         grader.check(at)
         grader.grade(sample_of(""), item, at)
     except GraderError as e:
@@ -159,8 +163,10 @@ def plan(
     files: tuple[File, File | None],
     store: ArtifactStore,
     seed: int,
+    base_models: dict[str, RegisteredModel],
 ) -> tuple[Plan, dict[str, Any]]:
-    """The job's plan and its method as stored (type, resolved hyperparameters, grader)."""
+    """The job's plan and its method as stored (type, resolved hyperparameters, grader).
+    `base_models`: those a score_model grader may score with, inside the job."""
     training, validation = files
     first = checked_lines(store, training, method, "training_file")
     if validation is not None:
@@ -169,22 +175,40 @@ def plan(
     given = parse_hyperparameters(method, settings.get("hyperparameters") or {}, at)
     examples = sum(training.shapes.values())
     hp = resolve(method, given, examples)
-    grader = None
+    grader, scorers = None, {}
     if method == REINFORCEMENT:
-        grader = check_grader(settings.get("grader"), first)
+        grader = check_grader(settings.get("grader"), first, base_models)
+        scorers = {name: base_models[name].path for name in scoring_models(grader)}
     extension = body.rlguard or {}
     max_new_tokens = extension.get("max_new_tokens", MAX_NEW_TOKENS)
     if not isinstance(max_new_tokens, int) or not 1 <= max_new_tokens <= 4096:
         raise _refuse("rlguard.max_new_tokens", f"an integer in 1..4096 (got {max_new_tokens!r})")
     cgpo = cgpo_settings(extension.get("cgpo"), grader)
     held_out = validation or training
+    subs = list(grader["graders"]) if grader is not None and grader["type"] == "multi" else []
     config = stage_config(
-        method, hp, model_dir, examples, sum(held_out.shapes.values()), seed, max_new_tokens, cgpo
+        method,
+        hp,
+        model_dir,
+        examples,
+        sum(held_out.shapes.values()),
+        seed,
+        max_new_tokens,
+        cgpo,
+        subs,
     )
     stored = {"type": method, "hyperparameters": hp}
     if grader is not None:
         stored["grader"] = grader
-    return Plan(method, model_dir, training, validation, config, grader), stored
+    return Plan(method, model_dir, training, validation, config, grader, scorers), stored
+
+
+def scoring_models(grader: dict[str, Any]) -> set[str]:
+    """The models a grader's score_model graders name (a multigrader's included)."""
+    if grader["type"] == "score_model":
+        return {grader["model"]}
+    subs = grader.get("graders", {}).values() if grader["type"] == "multi" else ()
+    return set().union(*(scoring_models(sub) for sub in subs))
 
 
 def cgpo_settings(raw: Any, grader: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -2,7 +2,8 @@
 tokenizer's chat template, `generate` sampled as OpenAI's parameters ask, each choice cut at its
 first EOS or stop sequence (which is left out of the text, as OpenAI does).
 
-It runs in a Ray task or a worker thread (inference_pool.py), never on the server's event loop.
+The API runs it in a Ray task or a worker thread (platform/finetune/inference_pool.py), never on
+the server's event loop; a score_model grader inside a job runs it in the job's own process.
 A fine-tuned model is the output of a tenant's job, so nothing in a model directory is trusted
 to run: weights are read from safetensors only (a pickle is code), no remote code, and the chat
 template renders in transformers' sandboxed Jinja. The model last used stays loaded in the
