@@ -182,6 +182,20 @@ def test_supervised_and_dpo_jobs_succeed_with_their_final_model(platform, method
     assert job.fine_tuned_model in [m.id for m in client.models.list()]
 
 
+def unstopped_job(client: openai.OpenAI, file_id: str, grader: dict[str, Any], **hp: int):  # type: ignore[no-untyped-def]
+    """A reinforcement job on the toy model, 8 new tokens a sample, evals every 3 steps, no
+    stop rule."""
+    return client.fine_tuning.jobs.create(
+        model="toy",
+        training_file=file_id,
+        method={
+            "type": "reinforcement",
+            "reinforcement": {"grader": grader, "hyperparameters": {**hp, "eval_interval": 3}},
+        },
+        extra_body={"rlguard": {"max_new_tokens": 8, "stop_policy": {"rule": "none"}}},
+    )
+
+
 def test_a_job_pauses_resumes_and_cancels(platform):
     client = platform["client"]
     rows = [sum_row(a, b) for a in range(3) for b in range(3)]
@@ -193,18 +207,7 @@ def test_a_job_pauses_resumes_and_cancels(platform):
         "reference": "is {{item.answer}}.",
         "operation": "like",
     }
-    job = client.fine_tuning.jobs.create(
-        model="toy",
-        training_file=upload.id,
-        method={
-            "type": "reinforcement",
-            "reinforcement": {
-                "grader": grader,
-                "hyperparameters": {"n_epochs": 50, "batch_size": 8, "eval_interval": 3},
-            },
-        },
-        extra_body={"rlguard": {"max_new_tokens": 8, "stop_policy": {"rule": "none"}}},
-    )
+    job = unstopped_job(client, upload.id, grader, n_epochs=50, batch_size=8)
     wait(client, job.id, until=("running",))
     deadline = time.monotonic() + 120
     while not client.fine_tuning.jobs.checkpoints.list(job.id).data:  # its first eval's model
@@ -243,18 +246,7 @@ def test_a_score_model_grader_scores_inside_the_job(platform):
         "graders": {"judge": judge},
         "calculate_output": "judge / 10",
     }
-    job = client.fine_tuning.jobs.create(
-        model="toy",
-        training_file=upload.id,
-        method={
-            "type": "reinforcement",
-            "reinforcement": {
-                "grader": grader,
-                "hyperparameters": {"n_epochs": 1, "batch_size": 3, "eval_interval": 3},
-            },
-        },
-        extra_body={"rlguard": {"max_new_tokens": 8, "stop_policy": {"rule": "none"}}},
-    )
+    job = unstopped_job(client, upload.id, grader, n_epochs=1, batch_size=3)
     done = wait(client, job.id)
     assert done.status == "succeeded", done.error
     events = client.fine_tuning.jobs.list_events(job.id, limit=1000).data
