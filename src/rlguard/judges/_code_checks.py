@@ -79,12 +79,41 @@ def plan(tests: str, setup: str = "") -> TestPlan:
     """Raises SyntaxError (or ValueError) for tests that do not compile, UnsupportedTest for an
     assertion the judge cannot evaluate."""
     tree = ast.parse(tests, "unit_tests")
+    if not any(_asserts(node) for node in ast.walk(tree)):
+        raise UnsupportedTest("they assert nothing, so any program that ends would pass")
     lines = tests.split("\n")
     rewriter = _Rewriter(lines)
     tree = ast.fix_missing_locations(rewriter.visit(tree))
     code = marshal.dumps(compile(tree, "unit_tests", "exec")).hex()
     imports = sorted(_imports(tree) | _imports(ast.parse(setup, "setup")))
     return TestPlan(code, tuple(rewriter.checks), tuple(imports), setup)
+
+
+ASSERTING_CALLS = ("assert", "fail", "raises")  # unittest's assert*/fail, pytest.raises
+
+
+def _asserts(node: ast.AST) -> bool:
+    """An assertion: an `assert`, or a call to unittest's `assert*` / `fail` or `raises`."""
+    if isinstance(node, ast.Assert):
+        return True
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name.startswith(ASSERTING_CALLS)
+
+
+def candidate_setup(setup: str) -> str:
+    """What of the row's setup the candidate's program starts with: its imports, functions and
+    classes (a `ListNode` both sides use), never its data: an assignment in the setup (expected
+    values, test cases) stays in the tests' namespace."""
+    tree = ast.parse(setup, "setup")
+    kept = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return "\n".join(
+        ast.get_source_segment(setup, node, padded=True) or ""
+        for node in tree.body
+        if isinstance(node, kept)
+    )
 
 
 def _imports(tree: ast.AST) -> set[str]:

@@ -24,14 +24,19 @@ TICK_S = 0.02  # exit polling, only where pidfd_open is unavailable
 
 @dataclass
 class Tail:
-    """The last `keep` bytes of a stream, and how many bytes it carried in total."""
+    """The last `keep` bytes of a stream (its first, with `head`), and how many bytes it carried
+    in total."""
 
     keep: int
+    head: bool = False
     data: bytearray = field(default_factory=bytearray)
     total: int = 0
 
     def add(self, chunk: bytes) -> None:
         self.total += len(chunk)
+        if self.head:
+            self.data += chunk[: max(self.keep - len(self.data), 0)]
+            return
         self.data += chunk
         if len(self.data) > self.keep:
             del self.data[: len(self.data) - self.keep]
@@ -71,8 +76,9 @@ def pump(
     stop: Callable[[], None],
 ) -> Pumped:
     assert proc.stdin and proc.stdout and proc.stderr
-    # The status pipe carries the tests' checks: all of it is kept, and it counts as output.
-    out, err, status = Tail(keep), Tail(keep), Tail(output_limit + 1)
+    # The status pipe carries the tests' checks: all of it is kept, and it counts as output; a
+    # flood past the limit kills the program and keeps the start, whose "ready" says it ran.
+    out, err, status = Tail(keep), Tail(keep), Tail(output_limit + 1, head=True)
     sinks = {proc.stdout.fileno(): out, proc.stderr.fileno(): err, status_fd: status}
     stdin_fd, pidfd = proc.stdin.fileno(), _pidfd(proc.pid)
     sel = selectors.DefaultSelector()

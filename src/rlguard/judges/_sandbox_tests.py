@@ -22,6 +22,8 @@ import types
 from _json import encode_basestring_ascii as _escape
 
 _type, _id, _len, _repr, _str_join = type, id, len, repr, str.join
+_SEQUENCES = (list, tuple, set, frozenset)
+_dict, _dict_items, _bytearray = dict, dict.items, bytearray
 _float_repr, _int_repr, _int_hex = float.__repr__, int.__repr__, hex
 _type_name = type.__dict__["__name__"].__get__  # bypasses a metaclass's own __name__
 _write = os.write
@@ -134,10 +136,30 @@ def admit(value):
 
 
 def guarded(function):
+    """The candidate's function as the tests call it: plain arguments go in as copies (the
+    candidate cannot change the tests' own objects), what comes back is admitted."""
+
     def call(*args, **kwargs):
+        args = [_copy(a, 0) for a in args]
+        kwargs = {k: _copy(v, 0) for k, v in _dict_items(kwargs)}
         return admit(function(*args, **kwargs))
 
     return call
+
+
+def _copy(value, depth):
+    """A deep copy of the plain containers in `value` (the tests' data); anything else, and
+    what nests past MAX_DEPTH, as it is."""
+    kind = _type(value)
+    if depth >= MAX_DEPTH:
+        return value
+    if kind in _SEQUENCES:
+        return kind(_copy(item, depth + 1) for item in value)
+    if kind is _dict:
+        return {_copy(k, depth + 1): _copy(v, depth + 1) for k, v in _dict_items(value)}
+    if kind is _bytearray:
+        return _bytearray(value)
+    return value
 
 
 def _import(name, globals=None, locals=None, fromlist=(), level=0, *, snapshots):

@@ -2,17 +2,18 @@
 
 The code is the last complete fenced block tagged python/py/python3 or untagged: models often
 show a draft or an example first and the final solution last, and a block cut off by the length
-limit is not a solution. The program is metadata "setup" (optional, e.g. imports the tests need),
-then the code; metadata "unit_tests" (CGPO's `assert f(1) == 2` lines, or any Python: test
+limit is not a solution. The program is metadata "setup" (optional, e.g. imports the tests need;
+the candidate gets its imports, functions and classes, the tests all of it), then the code;
+metadata "unit_tests" (CGPO's `assert f(1) == 2` lines, or any Python: test
 functions, stdin/stdout fed through io.StringIO) runs after it in a namespace of its own.
 
 The judge, not the sandbox, decides whether an assertion held: each compared value crosses to the
 judge's process as plain data and is compared here (`rlguard.judges._code_checks`, the boundary),
 so a policy cannot pass with an object whose `__eq__` is always true or with patched builtins. It
 passes (1) only if every assertion ran and held here, and the program ran to its end and exited 0
-within the sandbox's limits; any failure is 0 with a reason. Missing, uncompilable or unsupported
-unit tests, or a sandbox that cannot start, are judge failures (-1). Samples run concurrently,
-each in its own sandbox process; the judge's threads only wait on them. See
+within the sandbox's limits; any failure is 0 with a reason. Missing, uncompilable, unsupported or
+assertion-free unit tests, or a sandbox that cannot start, are judge failures (-1). Samples run
+concurrently, each in its own sandbox process; the judge's threads only wait on them. See
 `rlguard.judges.sandbox` for what the sandbox enforces.
 """
 
@@ -132,7 +133,8 @@ class CodeJudge(Judge):
         code = extract_code(completion)
         if code is None:
             return violated("no code block")
-        parts = (("setup", setup),) if setup else ()
+        shared = checks.candidate_setup(setup)
+        parts = (("setup", shared),) if shared else ()
         program = Program((*parts, ("code", code.rstrip("\n"))), tests)
         with self._lock:
             if (known := self._verdicts.get(program.key)) is not None:

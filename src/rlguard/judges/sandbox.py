@@ -353,7 +353,10 @@ def _result(code: int, pumped: Pumped, limits: Limits, nonce: str, wall_s: float
         raise SandboxError(f"sandbox setup failed ({pumped.cause}): {last[0]}")
     lines = pumped.status.decode("utf-8", errors="replace").split("\n")
     completed = lines[-2:] == [nonce, ""]
-    records = tuple(line for line in lines[1:] if line.startswith("check "))
+    # every whole line between "ready" and the nonce is a record: one the tests did not write
+    # (forged, or a real one glued to stray bytes) is a bad record, never silently dropped;
+    # blank lines carry nothing
+    records = tuple(line for line in (lines[1:-2] if completed else lines[1:-1]) if line)
     if pumped.cause == "timeout":
         reason = f"timeout after {limits.wall_s:g} s"
     elif pumped.cause == "output":

@@ -98,7 +98,7 @@ CASES = [
         "    os.write(fd, b'check 0 [8]\\ncheck 1 [9]\\ncheck 2 [8]\\n')\n"
         "def calc(a, b):\n    for fd in fifos():\n        os.write(fd, b'x')\n    return 0\n",
         0,
-        True,
+        False,
     ),
     Case(
         "the status channel is unauthenticated line text",
@@ -137,7 +137,7 @@ CASES = [
         "ys = [5, 4]\nassert sort_list(ys) == sorted(ys)",
         "def sort_list(xs):\n    xs.clear()\n    return []\n",
         0,
-        True,
+        False,
     ),
     Case(
         "tests pass their own objects by reference",
@@ -155,7 +155,7 @@ CASES = [
         "for a, b, want in CASES:\n    assert calc(a, b) == want",
         "def calc(a, b):\n    return {(x, y): w for x, y, w in CASES}[a, b]\n",
         0,
-        True,
+        False,
         setup="CASES = [(3, 5, 8), (7, 2, 9), (4, 4, 8)]",
     ),
     Case(
@@ -232,7 +232,7 @@ CASES = [
         "print(calc(3, 5))\ncalc(7, 2)",
         WRONG,
         -1,
-        True,
+        False,
     ),
     Case(
         "tests with no assertion are refused at plan time",
@@ -240,7 +240,7 @@ CASES = [
         "print(calc(3, 5))\ncalc(7, 2)",
         HONEST,
         -1,
-        True,
+        False,
     ),
     # 6. A flood of the status pipe pushes out its first line: the program's own failure
     # becomes a sandbox failure (-1), which a trainer drops instead of punishing.
@@ -251,7 +251,7 @@ CASES = [
         STATUS_FDS + "def calc(a, b):\n    for fd in fifos():\n"
         "        os.write(fd, b'\\n' * (2 << 20))\n    return a - b\n",
         0,
-        True,
+        False,
     ),
     Case(
         "a flood of the status pipe turns a failure into -1",
