@@ -70,9 +70,17 @@ class TestPlan:
     checks: tuple[Check, ...]
     imports: tuple[str, ...]  # modules the setup and tests import, snapshotted before the code runs
     setup: str
+    unittest_check: int | None = None  # the check the harness's own run of the TestCases sends
+    test_functions: tuple[str, ...] = ()  # pytest-style `def test_*():`, called by the harness
 
     def payload(self) -> dict[str, object]:
-        return {"code": self.code, "imports": list(self.imports), "setup": self.setup}
+        return {
+            "code": self.code,
+            "imports": list(self.imports),
+            "setup": self.setup,
+            "unittest_check": self.unittest_check,
+            "test_functions": list(self.test_functions),
+        }
 
 
 def plan(tests: str, setup: str = "") -> TestPlan:
@@ -86,7 +94,39 @@ def plan(tests: str, setup: str = "") -> TestPlan:
     tree = ast.fix_missing_locations(rewriter.visit(tree))
     code = marshal.dumps(compile(tree, "unit_tests", "exec")).hex()
     imports = sorted(_imports(tree) | _imports(ast.parse(setup, "setup")))
-    return TestPlan(code, tuple(rewriter.checks), tuple(imports), setup)
+    checks, unittest_check = rewriter.checks, None
+    cases = [node for node in ast.walk(tree) if _is_test_case(node)]
+    if cases:  # the harness runs them itself after the tests: one check, that none went wrong
+        unittest_check = len(checks)
+        text = "unittest: every test of the TestCases ran and passed (a skip is no pass)"
+        checks.append(Check(cases[0].lineno, text, UNITTEST_TREE))
+        imports = sorted({*imports, "unittest"})
+    functions = tuple(_test_functions(tree))
+    return TestPlan(code, tuple(checks), tuple(imports), setup, unittest_check, functions)
+
+
+UNITTEST_TREE = ("compare", (("leaf",), ("const", 0)), ("==",))  # the problems the run counted
+
+
+def _test_functions(tree: ast.Module) -> list[str]:
+    """The top-level `def test_*():` the harness calls after the tests, as pytest would; one
+    that takes arguments (pytest's fixtures, parametrize) cannot be run here."""
+    found = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
+            arguments = node.args
+            if arguments.args or arguments.posonlyargs or arguments.kwonlyargs:
+                raise UnsupportedTest(f"line {node.lineno}: {node.name} takes arguments (fixtures)")
+            found.append(node.name)
+    return found
+
+
+def _is_test_case(node: ast.AST) -> bool:
+    """A class deriving from something named *TestCase (unittest.TestCase, IsolatedAsync...)."""
+    if not isinstance(node, ast.ClassDef):
+        return False
+    names = [b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "") for b in node.bases]
+    return any(name.endswith("TestCase") for name in names)
 
 
 ASSERTING_CALLS = ("assert", "fail", "raises")  # unittest's assert*/fail, pytest.raises

@@ -23,7 +23,7 @@ from _json import encode_basestring_ascii as _escape
 
 _type, _id, _len, _repr, _str_join = type, id, len, repr, str.join
 _SEQUENCES = (list, tuple, set, frozenset)
-_dict, _dict_items, _bytearray = dict, dict.items, bytearray
+_dict, _dict_items, _dict_values, _bytearray = dict, dict.items, dict.values, bytearray
 _float_repr, _int_repr, _int_hex = float.__repr__, int.__repr__, hex
 _type_name = type.__dict__["__name__"].__get__  # bypasses a metaclass's own __name__
 _write = os.write
@@ -289,12 +289,40 @@ _COMPARE = {
 
 
 def run(program, tests, status_fd):
-    """Setup and tests' imports first, then the candidate's program, then the tests."""
+    """Setup and tests' imports first, then the candidate's program, then the tests, their
+    pytest-style test functions and their TestCases (both run by the harness)."""
     ns = namespace(tests["imports"])
+    unittest = _unittest(ns) if tests["unittest_check"] is not None else None
     if tests["setup"]:
         exec(compile(tests["setup"], "setup", "exec"), ns)
     candidate = {"__name__": "__main__", "__builtins__": builtins}
     exec(program, candidate)
     adopt(candidate, ns)
-    ns["__rlguard_check__"] = checker(status_fd)
+    check = ns["__rlguard_check__"] = checker(status_fd)
     exec(marshal.loads(bytes.fromhex(tests["code"])), ns)
+    for name in tests["test_functions"]:
+        ns[name]()
+    if unittest is not None:
+        problems = run_test_cases(unittest, ns)
+        check(tests["unittest_check"], ("flat", (0,)), (lambda: problems,))
+
+
+def _unittest(ns):
+    """The tests' unittest (its snapshot), whose `main()` does nothing: the harness runs the
+    TestCases itself, after the tests, so `unittest.main()` neither exits before the end nor
+    runs the bootstrap's `__main__` in place of the tests."""
+    unittest = ns["__builtins__"]["__import__"]("unittest")
+    unittest.main = lambda *args, **kwargs: None
+    return unittest
+
+
+def run_test_cases(unittest, ns):
+    """How many of the tests' TestCase tests went wrong (failed, errored, skipped, expected to
+    fail); one more when none ran."""
+    loader, result = unittest.TestLoader(), unittest.TestResult()
+    for value in list(_dict_values(ns)):
+        if isinstance(value, type) and issubclass(value, unittest.TestCase):
+            loader.loadTestsFromTestCase(value).run(result)
+    wrong = (result.failures, result.errors, result.skipped, result.expectedFailures)
+    problems = sum(_len(found) for found in wrong) + _len(result.unexpectedSuccesses)
+    return problems + (result.testsRun == 0)

@@ -4,8 +4,9 @@ The code is the last complete fenced block tagged python/py/python3 or untagged:
 show a draft or an example first and the final solution last, and a block cut off by the length
 limit is not a solution. The program is metadata "setup" (optional, e.g. imports the tests need;
 the candidate gets its imports, functions and classes, the tests all of it), then the code;
-metadata "unit_tests" (CGPO's `assert f(1) == 2` lines, or any Python: test
-functions, stdin/stdout fed through io.StringIO) runs after it in a namespace of its own.
+metadata "unit_tests" (CGPO's `assert f(1) == 2` lines, or any Python: pytest-style
+`def test_*():` functions and unittest TestCases, both run by the harness after the tests,
+stdin/stdout fed through io.StringIO) runs after it in a namespace of its own.
 
 The judge, not the sandbox, decides whether an assertion held: each compared value crosses to the
 judge's process as plain data and is compared here (`rlguard.judges._code_checks`, the boundary),

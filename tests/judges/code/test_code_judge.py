@@ -116,3 +116,42 @@ def test_a_sandbox_that_cannot_start_is_a_judge_failure(monkeypatch):
 def test_lengths_must_agree(judge):
     with pytest.raises(ValueError, match="differ in length"):
         judge.evaluate(["p"], [GOOD, GOOD], [{"unit_tests": TESTS}])
+
+
+UNITTEST_STYLE = (
+    "import unittest\n"
+    "class TestAdd(unittest.TestCase):\n"
+    "    def test_add(self):\n"
+    "        self.assertEqual(add(1, 2), 3)\n"
+    "    def test_negative(self):\n"
+    "        self.assertEqual(add(-1, 1), 0)\n"
+)
+PYTEST_STYLE = (
+    "def test_add():\n    assert add(1, 2) == 3\ndef test_negative():\n    assert add(-1, 1) == 0\n"
+)
+
+
+@pytest.mark.parametrize(
+    "tests",
+    [
+        TESTS,
+        UNITTEST_STYLE,
+        UNITTEST_STYLE + "unittest.main()",
+        UNITTEST_STYLE + "if __name__ == '__main__':\n    unittest.main()",
+        PYTEST_STYLE,
+    ],
+    ids=["assert", "unittest", "unittest.main()", "unittest under __main__", "pytest"],
+)
+def test_a_correct_program_passes_in_every_test_style_and_a_wrong_one_does_not(judge, tests):
+    assert one(judge, GOOD, {"unit_tests": tests}).value == 1
+    assert one(judge, WRONG, {"unit_tests": tests}).value == 0
+
+
+def test_a_pytest_function_with_fixtures_is_a_judge_failure(judge):
+    verdict = one(judge, GOOD, {"unit_tests": "def test_add(tmp_path):\n    assert add(1, 2) == 3"})
+    assert verdict.value == -1 and "takes arguments" in verdict.reason
+
+
+def test_unit_tests_that_assert_nothing_are_a_judge_failure(judge):
+    verdict = one(judge, GOOD, {"unit_tests": "print(add(1, 2))"})
+    assert verdict.value == -1 and "assert nothing" in verdict.reason

@@ -174,7 +174,7 @@ CASES = [
         RUNNER,
         SKIP,
         0,
-        True,
+        False,
     ),
     Case(
         "a skipped TestCase counts as success",
@@ -190,7 +190,7 @@ CASES = [
         UNITTEST + "unittest.main(exit=False)",
         SKIP,
         0,
-        True,
+        False,
     ),
     # unittest.main loads its tests from sys.modules["__main__"], today the bootstrap, not the
     # tests' namespace: it runs none, and every program that ends passes.
@@ -200,7 +200,7 @@ CASES = [
         UNITTEST + "unittest.main(exit=False)",
         WRONG,
         0,
-        True,
+        False,
     ),
     Case(
         "unittest.main(exit=False) passes failing tests",
@@ -216,7 +216,7 @@ CASES = [
         UNITTEST + "unittest.main()",
         HONEST,
         1,
-        True,
+        False,
     ),
     Case(
         "the ordinary unittest.main() can never pass",
