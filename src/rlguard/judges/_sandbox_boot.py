@@ -171,33 +171,44 @@ def bind_to_parent(parent_pid):
         raise OSError("the judge exited before the sandbox started")
 
 
-def _audit(event, args):
-    if event == "sys._getframe":
-        raise ValueError("sandbox: frames are not available")
-    if event == "object.__getattr__" and args[1] in FRAME_ATTRIBUTES:
-        raise PermissionError(f"sandbox: {args[1]} is not allowed")
-    if event in BLOCKED_EVENTS or event in INTROSPECTION or event.startswith(BLOCKED_PREFIXES):
-        raise PermissionError(f"sandbox: {event} is not allowed")
-    if event == "open" and (_foreign_proc(args[0]) or _memory(args[0])):
-        raise PermissionError("sandbox: other processes' /proc entries are not allowed")
+def audit_hook(getpid=os.getpid, fsdecode=os.fsdecode, basename=os.path.basename):
+    """The audit hook, a closure over everything it reads: the bootstrap's module is out of the
+    program's reach (run() replaces sys.modules["__main__"]) and rebinding os's functions or
+    these sets later changes nothing here. Setting any function's `__code__` is refused, so the
+    hook cannot be rewritten in place even by a program that found it."""
+    blocked, introspection, frame_attributes = BLOCKED_EVENTS, INTROSPECTION, FRAME_ATTRIBUTES
+    prefixes, str_or_bytes, isinstance_ = BLOCKED_PREFIXES, (str, bytes), isinstance
 
+    def memory(path):
+        """A process's memory file (/proc/self/mem, or "mem" relative to a /proc dir)."""
+        return isinstance_(path, str_or_bytes) and basename(fsdecode(path)) == "mem"
 
-def _memory(path):
-    """A process's memory file (/proc/self/mem, or "mem" relative to a /proc dir)."""
-    return isinstance(path, str | bytes) and os.path.basename(os.fsdecode(path)) == "mem"
+    def foreign_proc(path):
+        """/proc/<pid>/... of another process, by the literal path (a relative path slips
+        past)."""
+        if not isinstance_(path, str_or_bytes):
+            return False
+        parts = fsdecode(path).split("/")
+        return (
+            parts[:2] == ["", "proc"]
+            and len(parts) > 2
+            and parts[2].isdigit()
+            and (int(parts[2]) != getpid())
+        )
 
+    def hook(event, args):
+        if event == "sys._getframe":
+            raise ValueError("sandbox: frames are not available")
+        if event == "object.__getattr__" and args[1] in frame_attributes:
+            raise PermissionError(f"sandbox: {args[1]} is not allowed")
+        if event == "object.__setattr__" and args[1] == "__code__":
+            raise PermissionError("sandbox: setting __code__ is not allowed")
+        if event in blocked or event in introspection or event.startswith(prefixes):
+            raise PermissionError(f"sandbox: {event} is not allowed")
+        if event == "open" and (foreign_proc(args[0]) or memory(args[0])):
+            raise PermissionError("sandbox: other processes' /proc entries are not allowed")
 
-def _foreign_proc(path):
-    """/proc/<pid>/... of another process, by the literal path (a relative path slips past)."""
-    if not isinstance(path, str | bytes):
-        return False
-    parts = os.fsdecode(path).split("/")
-    return (
-        parts[:2] == ["", "proc"]
-        and len(parts) > 2
-        and parts[2].isdigit()
-        and (int(parts[2]) != os.getpid())
-    )
+    return hook
 
 
 def confine(cfg):
@@ -217,13 +228,14 @@ def confine(cfg):
     bind_to_parent(cfg["parent_pid"])
     os.chdir(cfg["workdir"])
     os.umask(0o077)
-    sys.addaudithook(_audit)
+    sys.addaudithook(audit_hook())
 
 
 def run(source, nonce, status_fd, tests=None):
     write = os.write
     write(status_fd, b"ready\n")
     sys.argv = ["program.py"]
+    sys.modules["__main__"] = type(sys)("__main__")  # the bootstrap's globals, out of reach
     code = compile(source, "program.py", "exec")
     if tests is None:
         exec(code, {"__name__": "__main__", "__builtins__": __builtins__})

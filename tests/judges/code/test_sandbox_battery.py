@@ -293,3 +293,20 @@ print(json.dumps({"env": dict(os.environ), "cwd": os.getcwd(), "uid": os.getuid(
 def test_describe_says_what_holds(caps):
     text = sandbox.describe()
     assert ("dedicated uid" in text) == caps.dedicated_uids
+
+
+def test_the_audit_hook_is_out_of_reach_and_reads_nothing_the_program_can_rebind():
+    source = (
+        "import os, sys\n"
+        "print(vars(sys.modules['__main__']).keys() <= {'__name__', '__doc__', '__package__',"
+        " '__loader__', '__spec__'})\n"
+        "def f():\n    pass\n"
+        "try:\n    f.__code__ = (lambda: 1).__code__\n    print('set')\n"
+        "except PermissionError:\n    print('refused')\n"
+        "os.getpid = os.getppid  # the hook compares /proc/<pid> with its own getpid\n"
+        "try:\n    open(f'/proc/{os.getppid()}/cmdline').read()\n    print('opened')\n"
+        "except PermissionError:\n    print('refused')\n"
+    )
+    result = run_program(source, LIMITS)
+    assert result.ok, result.reason
+    assert result.stdout_tail.split() == ["True", "refused", "refused"]

@@ -30,8 +30,12 @@ HONEST = "def calc(a, b):\n    return a + b\n"
 WRONG = "def calc(a, b):\n    return a - b\n"
 # The expected value is a name the tests bind, not a literal the judge keeps to itself.
 TABLE = "for a, b, want in [(3, 5, 8), (7, 2, 9), (4, 4, 8)]:\n    assert calc(a, b) == want"
-HOOK_OFF = (
-    "import sys\nsys.modules['__main__']._audit.__code__ = (lambda event, args: None).__code__\n"
+HOOK_OFF = (  # tried, and whatever it raises ignored: the twin still runs
+    "import sys\n"
+    "try:\n"
+    "    sys.modules['__main__']._audit.__code__ = (lambda event, args: None).__code__\n"
+    "except Exception:\n"
+    "    pass\n"
 )
 STATUS_FDS = (  # the status pipe: an inherited FIFO past stderr
     "import os, stat\n"
@@ -78,7 +82,7 @@ CASES = [
         TABLE,
         HOOK_OFF + "def calc(a, b):\n    return sys._getframe(2).f_globals['want']\n",
         0,
-        True,
+        False,
     ),
     Case(
         "the audit hook's __code__ can be rewritten",
