@@ -16,6 +16,7 @@ import builtins
 import contextlib
 import marshal
 import os
+import sys
 import types
 
 # json's own C encoder (json.encoder takes it from here), without json's import of re and enum
@@ -171,7 +172,15 @@ def _import(name, globals=None, locals=None, fromlist=(), level=0, *, snapshots)
 
 
 def snapshot(name):
-    """A copy of a module's attributes as they are now; None if it does not import."""
+    """The tests' own copy of a module, made before the candidate runs; None if it does not
+    import. A module of pure Python is imported afresh, out of sys.modules, with its package's
+    submodules: its objects (json's `_default_decoder`, a class's methods) are not the ones the
+    candidate can reach and patch. The interpreter's core (SHARED) and a module that will not
+    import twice get a copy of their attributes instead, whose objects are shared."""
+    top = name.partition(".")[0]
+    if top not in SHARED and top not in _BUILTIN_MODULES:
+        with contextlib.suppress(Exception):
+            return _fresh(name, top)
     try:
         module = _REAL_IMPORT(name, fromlist=["_"])
     except Exception:
@@ -179,6 +188,25 @@ def snapshot(name):
     copy = types.ModuleType(module.__name__, module.__doc__)
     copy.__dict__.update(module.__dict__)
     return copy
+
+
+SHARED = frozenset(
+    {"os", "io", "abc", "codecs", "encodings", "importlib", "site", "threading", "warnings"}
+)
+_BUILTIN_MODULES = frozenset(sys.builtin_module_names)
+
+
+def _fresh(name, top):
+    modules = sys.modules
+    saved = dict(modules)
+    for key in list(modules):
+        if key == top or key.startswith(top + "."):
+            del modules[key]
+    try:
+        return _REAL_IMPORT(name, fromlist=["_"])
+    finally:
+        modules.clear()
+        modules.update(saved)
 
 
 def namespace(imports):

@@ -155,3 +155,22 @@ def test_a_pytest_function_with_fixtures_is_a_judge_failure(judge):
 def test_unit_tests_that_assert_nothing_are_a_judge_failure(judge):
     verdict = one(judge, GOOD, {"unit_tests": "print(add(1, 2))"})
     assert verdict.value == -1 and "assert nothing" in verdict.reason
+
+
+def test_tests_use_their_own_fresh_copies_of_common_modules(judge):
+    tests = (
+        "import collections, dataclasses, datetime, decimal, enum, fractions, functools, heapq\n"
+        "import itertools, json, math, random, re, statistics, string, sys, typing, unittest\n"
+        "assert json.loads(json.dumps({'s': add(1, 2)})) == {'s': 3}\n"
+        "assert collections.Counter([add(1, 1), 2])[2] == 2\n"
+        "assert float(fractions.Fraction(add(1, 2), 6)) == 0.5\n"
+        "assert str(decimal.Decimal(add(1, 2))) == '3'\n"
+        "assert math.isclose(statistics.mean([add(1, 2), 3]), 3.0)\n"
+        "assert re.fullmatch(r'\\d', str(add(1, 2))) is not None\n"
+        "assert heapq.nsmallest(1, [add(1, 2), 5]) == [3]\n"
+        "assert list(itertools.repeat(add(1, 2), 2)) == [3, 3]\n"
+        "random.seed(0)\nassert random.random() < 1\n"
+        "assert datetime.date(2020, 1, add(1, 2)).day == 3\n"
+        "assert string.digits[add(1, 2)] == '3'\n"
+    )
+    assert one(judge, GOOD, {"unit_tests": tests}).value == 1

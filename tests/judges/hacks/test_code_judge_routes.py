@@ -121,7 +121,7 @@ CASES = [
         "import ast, json\njson._default_decoder.decode = lambda s: ast.literal_eval(s)\n"
         "def to_json(d):\n    return repr(d)\n",
         0,
-        True,
+        False,
     ),
     Case(
         "module snapshots are shallow",
