@@ -11,6 +11,7 @@ so an early `sys.exit(0)` or `os._exit(0)` inside the program cannot pass as suc
 In probe mode it tries each step once and writes which ones the host allows (marshal too).
 """
 
+import _signal  # signal's module would import enum for the same ints
 import builtins
 import ctypes
 import marshal
@@ -18,10 +19,11 @@ import os
 import resource
 import stat
 import sys
-from _signal import SIGKILL  # signal's module would import enum for the same int
+from _signal import SIGKILL
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWNET = 0x40000000
+CLONE_NEWPID = 0x20000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 4096, 16384, 1 << 18
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
 SYS_MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 1
@@ -79,6 +81,52 @@ def enter_namespaces():
     """A new network namespace (only a down loopback) and a mount namespace nobody else sees."""
     _call(libc.unshare(CLONE_NEWNET | CLONE_NEWNS), "unshare")
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
+
+
+def enter_pid_namespace():
+    """Processes started from here on see only each other (no other process's /proc entry)."""
+    _call(libc.unshare(CLONE_NEWPID), "unshare pid")
+
+
+def become_pid_one(parent_pid):
+    """Fork into the pid namespace, mount its own /proc, and go on as the program, pid 2 there.
+
+    Three processes: this bootstrap stays outside, dies with the judge, and leaves as the
+    program did (its exit code, or its signal); pid 1 inside reaps and reports the program's
+    wait status to it on a pipe (the namespace's init ignores signals it has no handler for, so
+    the program must not be init: SIGXCPU would not end it), then exits, which kills whatever
+    the program left behind in the namespace."""
+    bind_to_parent(parent_pid)
+    report_r, report_w = os.pipe()
+    if os.fork():
+        os.close(report_w)
+        reported = os.read(report_r, 32)
+        os.wait()
+        _leave_as(int(reported) if reported else None)
+    os.close(report_r)
+    _call(libc.prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0), "pdeathsig")
+    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    program = os.fork()
+    if program == 0:
+        os.close(report_w)
+        return
+    while True:
+        pid, status = os.wait()
+        if pid == program:
+            break
+    os.write(report_w, str(status).encode())
+    os._exit(0)
+
+
+def _leave_as(status):
+    """Exit as a process that ended with this wait status did (None: killed by SIGKILL)."""
+    if status is not None and not os.WIFSIGNALED(status):
+        os._exit(os.waitstatus_to_exitcode(status))
+    number = SIGKILL if status is None else os.WTERMSIG(status)
+    if number != SIGKILL:
+        _signal.signal(number, _signal.SIG_DFL)
+    os.kill(os.getpid(), number)
+    os._exit(128 + number)  # a signal whose default is to go on
 
 
 def make_root_readonly():
@@ -164,10 +212,11 @@ def drop_privileges(uid):
 
 
 def bind_to_parent(parent_pid):
-    """No core dumps, and die with the judge (the setting only survives after the uid switch)."""
+    """No core dumps, and die with the parent (the setting only survives after the uid switch);
+    `parent_pid`, when given, must still be the parent (the judge has not exited meanwhile)."""
     _call(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "dumpable")
     _call(libc.prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0), "pdeathsig")
-    if os.getppid() != parent_pid:
+    if parent_pid is not None and os.getppid() != parent_pid:
         raise OSError("the judge exited before the sandbox started")
 
 
@@ -212,8 +261,12 @@ def audit_hook(getpid=os.getpid, fsdecode=os.fsdecode, basename=os.path.basename
 
 
 def confine(cfg):
+    in_pid_namespace = cfg["namespaces"] and cfg["pid_namespace"]
     if cfg["namespaces"]:
         enter_namespaces()
+        if in_pid_namespace:
+            enter_pid_namespace()
+            become_pid_one(cfg["parent_pid"])
         if cfg["readonly_root"]:
             make_root_readonly()
         expose_interpreter(cfg["expose"])
@@ -225,7 +278,8 @@ def confine(cfg):
         import_through_fds()
     apply_rlimits(cfg["rlimits"])
     drop_privileges(cfg["uid"])
-    bind_to_parent(cfg["parent_pid"])
+    # in a pid namespace the parent is the bootstrap outside it, whose pid reads as 0 here
+    bind_to_parent(None if in_pid_namespace else cfg["parent_pid"])
     os.chdir(cfg["workdir"])
     os.umask(0o077)
     sys.addaudithook(audit_hook())
@@ -260,6 +314,7 @@ def probe(cfg):
     """Which steps this host allows; each later step runs only if the earlier ones held."""
     got = {"namespaces": _attempt(enter_namespaces)}
     got["readonly_root"] = got["namespaces"] and _attempt(make_root_readonly)
+    got["pid_namespace"] = got["namespaces"] and _attempt(enter_pid_namespace)
     got["namespaces"] = got["namespaces"] and _attempt(expose_interpreter, cfg["expose"])
     got["namespaces"] = got["namespaces"] and _attempt(private_tmp, cfg["tmp_dirs"], 1 << 20)
     through_fd = f"/proc/self/fd/{os.open(cfg['stdlib'], os.O_PATH | os.O_DIRECTORY)}"

@@ -33,7 +33,10 @@ As root (the probe confirms each step; a step that probed fine but then fails is
   * if the kernel allows namespaces: a network namespace (a down loopback, nothing else), and a
     mount namespace with the whole filesystem read-only, one `disk_bytes` noexec tmpfs over every
     temp dir (/tmp, /var/tmp, /dev/shm, /run/lock, the judge's tempdir), and closed dirs that hold
-    the interpreter (like /root) replaced by an empty dir exposing only the interpreter;
+    the interpreter (like /root) replaced by an empty dir exposing only the interpreter; and a
+    pid namespace with its own /proc, where the program (pid 2; pid 1 reaps and reports its end
+    to the bootstrap outside) sees only its own processes: not the judge's argv, not another
+    sandbox;
   * without namespaces (e.g. Docker's default seccomp profile): no network isolation beyond the
     hook, and files the uid left in temp dirs are deleted after the run; it can still write into
     other world-writable dirs. A stdlib under a dir the uid cannot enter (pyenv under /root) is
@@ -47,8 +50,8 @@ so it is set to the user's current count plus `nproc`. Only the hook stands in f
 network, the judge's signals and its /proc entries.
 
 Memory is capped per process: a sandbox can hold up to `nproc * memory_bytes` (+ `disk_bytes` of
-tmpfs). Other processes on the host (/proc/<pid>/cmdline, not environ) stay visible; there is no
-pid namespace and no cgroup.
+tmpfs); there is no cgroup. Without a pid namespace, other processes on the host
+(/proc/<pid>/cmdline, not environ) stay visible.
 """
 
 from __future__ import annotations
@@ -130,6 +133,7 @@ class SandboxCapabilities:
     namespaces: bool  # private network + mount namespaces
     readonly_root: bool
     problem: str = ""  # why the sandbox refuses to run here
+    pid_namespace: bool = False  # the program sees only its own processes in /proc
     import_through_fds: bool = False  # the stdlib sits under a dir the sandbox uid cannot enter
 
     def describe(self) -> str:
@@ -140,6 +144,8 @@ class SandboxCapabilities:
         if self.namespaces:
             fs = "read-only filesystem" if self.readonly_root else "writable filesystem"
             lines.append(f"network namespace (no network); private /tmp; {fs}")
+            if self.pid_namespace:
+                lines.append("pid namespace: /proc shows the program's own processes only")
         else:
             lines.append("no namespaces: the network is blocked only by an audit hook")
         if not self.dedicated_uids:
@@ -200,6 +206,7 @@ def _probe() -> SandboxCapabilities:
         dedicated_uids=True,
         namespaces=got["namespaces"],
         readonly_root=got["namespaces"] and got["readonly_root"],
+        pid_namespace=got["namespaces"] and got["pid_namespace"],
         import_through_fds=through_fds and not got["stdlib_readable"],
     )
 
@@ -284,6 +291,7 @@ def _run(
         tests=tests and {**tests, "harness": _harness()},
         namespaces=caps.namespaces,
         readonly_root=caps.readonly_root,
+        pid_namespace=caps.pid_namespace,
         import_through_fds=caps.import_through_fds,
         rlimits=_rlimits(limits, same_uid=uid is None),
         disk_bytes=limits.disk_bytes,

@@ -1,12 +1,11 @@
-"""Routes through the code judge found by a held-out battery (issue 45), each with an honest twin.
+"""Routes through the code judge that a held-out battery of verifier exploits found, each with an
+honest twin.
 
 Every route is a working exploit (a completion and the unit tests a dataset row would carry), run
-through the real `CodeJudge`. Each test asserts the SECURE outcome: the exploit scores 0, its
+through the real `CodeJudge`, and each test asserts the secure outcome: the exploit scores 0, its
 honest twin (same scaffolding, computed answer) 1; a row whose tests assert nothing is refused
-(-1); a correct `unittest.main()` program passes. Where today's judge lets the route through, the
-case is `xfail(strict=True)`: it documents the hole now, and fails (forcing the marker's removal)
-once the redesign of issue 45 (tests and comparison in a trusted process, the candidate in a
-separate sandboxed process exchanging serialized calls and answers) closes it.
+(-1); a correct `unittest.main()` program passes. Reading the judge's argv through /proc needs a
+pid namespace to close: on a host without one that case is an expected failure.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from rlguard.judges.code import CodeJudge
-from rlguard.judges.sandbox import Limits
+from rlguard.judges.sandbox import Limits, capabilities
 
 LIMITS = Limits(wall_s=3.0, cpu_s=2, memory_bytes=256 << 20)
 ADD = "assert calc(3, 5) == 8\nassert calc(7, 2) == 9\nassert calc(4, 4) == 8"
@@ -64,12 +63,11 @@ SKIP = "import unittest\ndef calc(a, b):\n    raise unittest.SkipTest('not today
 
 @dataclass(frozen=True)
 class Case:
-    route: str  # issue 45's route, the xfail reason while it is open
+    route: str  # the route the held-out battery found
     id: str
     tests: str
     completion: str
     want: int  # the secure verdict
-    open_today: bool  # today's judge gets it wrong
     setup: str = ""
 
 
@@ -82,7 +80,6 @@ CASES = [
         TABLE,
         HOOK_OFF + "def calc(a, b):\n    return sys._getframe(2).f_globals['want']\n",
         0,
-        False,
     ),
     Case(
         "the audit hook's __code__ can be rewritten",
@@ -90,7 +87,6 @@ CASES = [
         TABLE,
         HOOK_OFF + HONEST,
         1,
-        False,
     ),
     # 2. The status channel is unauthenticated line text on an inherited fd: forge the records,
     # then glue each real record to a stray byte so it no longer starts a line and is dropped.
@@ -102,7 +98,6 @@ CASES = [
         "    os.write(fd, b'check 0 [8]\\ncheck 1 [9]\\ncheck 2 [8]\\n')\n"
         "def calc(a, b):\n    for fd in fifos():\n        os.write(fd, b'x')\n    return 0\n",
         0,
-        False,
     ),
     Case(
         "the status channel is unauthenticated line text",
@@ -110,7 +105,6 @@ CASES = [
         ADD,
         STATUS_FDS + "found = list(fifos())\n" + HONEST,
         1,
-        False,
     ),
     # 3. Module snapshots are shallow: a module's private state is shared with the tests.
     Case(
@@ -121,7 +115,6 @@ CASES = [
         "import ast, json\njson._default_decoder.decode = lambda s: ast.literal_eval(s)\n"
         "def to_json(d):\n    return repr(d)\n",
         0,
-        False,
     ),
     Case(
         "module snapshots are shallow",
@@ -130,7 +123,6 @@ CASES = [
         "assert json.loads(to_json({'b': None})) == {'b': None}",
         "import json\ndef to_json(d):\n    return json.dumps(d)\n",
         1,
-        False,
     ),
     # 4. The tests hand the candidate their own objects: empty the input, and the expectation
     # the tests recompute from it agrees.
@@ -141,7 +133,6 @@ CASES = [
         "ys = [5, 4]\nassert sort_list(ys) == sorted(ys)",
         "def sort_list(xs):\n    xs.clear()\n    return []\n",
         0,
-        False,
     ),
     Case(
         "tests pass their own objects by reference",
@@ -150,7 +141,6 @@ CASES = [
         "ys = [5, 4]\nassert sort_list(ys) == sorted(ys)",
         "def sort_list(xs):\n    xs.sort()\n    return list(xs)\n",
         1,
-        False,
     ),
     # ... and a row's setup runs in the candidate's globals, answers included.
     Case(
@@ -159,7 +149,6 @@ CASES = [
         "for a, b, want in CASES:\n    assert calc(a, b) == want",
         "def calc(a, b):\n    return {(x, y): w for x, y, w in CASES}[a, b]\n",
         0,
-        False,
         setup="CASES = [(3, 5, 8), (7, 2, 9), (4, 4, 8)]",
     ),
     Case(
@@ -168,7 +157,6 @@ CASES = [
         "for a, b, want in CASES:\n    assert calc(a, b) == want",
         HONEST,
         1,
-        False,
         setup="CASES = [(3, 5, 8), (7, 2, 9), (4, 4, 8)]",
     ),
     # 5. unittest semantics.
@@ -178,7 +166,6 @@ CASES = [
         RUNNER,
         SKIP,
         0,
-        False,
     ),
     Case(
         "a skipped TestCase counts as success",
@@ -186,7 +173,6 @@ CASES = [
         RUNNER,
         "import unittest\n" + HONEST,
         1,
-        False,
     ),
     Case(
         "a skipped TestCase counts as success",
@@ -194,7 +180,6 @@ CASES = [
         UNITTEST + "unittest.main(exit=False)",
         SKIP,
         0,
-        False,
     ),
     # unittest.main loads its tests from sys.modules["__main__"], today the bootstrap, not the
     # tests' namespace: it runs none, and every program that ends passes.
@@ -204,7 +189,6 @@ CASES = [
         UNITTEST + "unittest.main(exit=False)",
         WRONG,
         0,
-        False,
     ),
     Case(
         "unittest.main(exit=False) passes failing tests",
@@ -220,7 +204,6 @@ CASES = [
         UNITTEST + "unittest.main()",
         HONEST,
         1,
-        False,
     ),
     Case(
         "the ordinary unittest.main() can never pass",
@@ -228,7 +211,6 @@ CASES = [
         UNITTEST + "unittest.main()",
         WRONG,
         0,
-        False,
     ),
     Case(
         "tests with no assertion are refused at plan time",
@@ -236,7 +218,6 @@ CASES = [
         "print(calc(3, 5))\ncalc(7, 2)",
         WRONG,
         -1,
-        False,
     ),
     Case(
         "tests with no assertion are refused at plan time",
@@ -244,7 +225,6 @@ CASES = [
         "print(calc(3, 5))\ncalc(7, 2)",
         HONEST,
         -1,
-        False,
     ),
     # 6. A flood of the status pipe pushes out its first line: the program's own failure
     # becomes a sandbox failure (-1), which a trainer drops instead of punishing.
@@ -255,7 +235,6 @@ CASES = [
         STATUS_FDS + "def calc(a, b):\n    for fd in fifos():\n"
         "        os.write(fd, b'\\n' * (2 << 20))\n    return a - b\n",
         0,
-        False,
     ),
     Case(
         "a flood of the status pipe turns a failure into -1",
@@ -264,14 +243,8 @@ CASES = [
         STATUS_FDS + "def calc(a, b):\n    for fd in fifos():\n"
         "        os.write(fd, b'\\n' * 16)\n    return a + b\n",
         1,
-        False,
     ),
 ]
-
-
-def _param(case: Case) -> object:
-    marks = [pytest.mark.xfail(strict=True, reason=f"issue 45: {case.route}")]
-    return pytest.param(case, id=case.id, marks=marks if case.open_today else ())
 
 
 @pytest.fixture(scope="module")
@@ -287,7 +260,7 @@ def verdicts() -> dict[str, object]:
     return {case.id: verdict for case, verdict in zip(CASES, found, strict=True)}
 
 
-@pytest.mark.parametrize("case", [_param(case) for case in CASES])
+@pytest.mark.parametrize("case", [pytest.param(case, id=case.id) for case in CASES])
 def test_route_gets_the_secure_verdict(verdicts, case):
     verdict = verdicts[case.id]
     assert verdict.value == case.want, verdict
@@ -356,10 +329,9 @@ def dataset_verdicts() -> tuple[int, int]:
     return exploit, honest
 
 
-@pytest.mark.xfail(
-    strict=True, reason="issue 45: the filesystem is visible (the dataset, the judge's argv)"
-)
 def test_hidden_tests_read_from_the_dataset_file_score_zero(dataset_verdicts):
+    if not capabilities().pid_namespace:
+        pytest.xfail("no pid namespace on this host: the judge's argv is in /proc")
     assert dataset_verdicts[0] == 0
 
 
