@@ -88,7 +88,7 @@ def enter_pid_namespace():
     _call(libc.unshare(CLONE_NEWPID), "unshare pid")
 
 
-def become_pid_one(parent_pid):
+def fork_into_pid_namespace(parent_pid):
     """Fork into the pid namespace, mount its own /proc, and go on as the program, pid 2 there.
 
     Three processes: this bootstrap stays outside, dies with the judge, and leaves as the
@@ -266,7 +266,7 @@ def confine(cfg):
         enter_namespaces()
         if in_pid_namespace:
             enter_pid_namespace()
-            become_pid_one(cfg["parent_pid"])
+            fork_into_pid_namespace(cfg["parent_pid"])
         if cfg["readonly_root"]:
             make_root_readonly()
         expose_interpreter(cfg["expose"])
