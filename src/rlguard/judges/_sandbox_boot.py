@@ -83,6 +83,43 @@ def enter_namespaces():
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
 
 
+# What a new root holds besides the interpreter's own dirs: the system's libraries (a link among
+# them stays a link), the loader's cache and the few device files Python opens.
+SYSTEM_DIRS = ("/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin")
+SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/dev/null", "/dev/zero", "/dev/urandom")
+
+
+def enter_empty_root(expose, tmp_dirs):
+    """Change root to a tmpfs that holds only the interpreter: its dirs and the system's library
+    dirs bound in, a few files, empty mount points for /proc and the temp dirs. No checkout, no
+    dataset, no file of the host's beyond those. The first temp dir is the tmpfs's mount point
+    (in this mount namespace nobody else sees it); what is bound is opened first, so an
+    interpreter under that dir is bound all the same."""
+    links, opened = [], []
+    for path in (*SYSTEM_DIRS, *expose, *SYSTEM_FILES):
+        if os.path.islink(path) and path in SYSTEM_DIRS:
+            links.append((path, os.readlink(path)))
+        elif os.path.exists(path):
+            opened.append((path, os.open(path, os.O_PATH), os.path.isdir(path)))
+    root = tmp_dirs[0]
+    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+    for path, target in links:
+        os.symlink(target, root + path)
+    for path, fd, is_dir in opened:
+        if is_dir:
+            os.makedirs(root + path, 0o755, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(root + path), 0o755, exist_ok=True)
+            os.close(os.open(root + path, os.O_CREAT | os.O_WRONLY, 0o644))
+        _mount(f"/proc/self/fd/{fd}", root + path, None, MS_BIND | MS_REC)
+        os.close(fd)
+    for path in ("/proc", *tmp_dirs):
+        os.makedirs(root + path, 0o755, exist_ok=True)
+    os.chdir(root)
+    os.chroot(".")
+    os.chdir("/")
+
+
 def enter_pid_namespace():
     """Processes started from here on see only each other (no other process's /proc entry)."""
     _call(libc.unshare(CLONE_NEWPID), "unshare pid")
@@ -264,12 +301,15 @@ def confine(cfg):
     in_pid_namespace = cfg["namespaces"] and cfg["pid_namespace"]
     if cfg["namespaces"]:
         enter_namespaces()
+        if cfg["empty_root"]:
+            enter_empty_root(cfg["expose"], cfg["tmp_dirs"])
         if in_pid_namespace:
             enter_pid_namespace()
             fork_into_pid_namespace(cfg["parent_pid"])
         if cfg["readonly_root"]:
             make_root_readonly()
-        expose_interpreter(cfg["expose"])
+        if not cfg["empty_root"]:  # else the interpreter's dirs are all there is
+            expose_interpreter(cfg["expose"])
         private_tmp(cfg["tmp_dirs"], cfg["disk_bytes"])
         os.makedirs(cfg["workdir"], 0o700, exist_ok=True)
         if cfg["uid"] is not None:
@@ -313,14 +353,18 @@ def _attempt(step, *args):
 def probe(cfg):
     """Which steps this host allows; each later step runs only if the earlier ones held."""
     got = {"namespaces": _attempt(enter_namespaces)}
+    through_fd = f"/proc/self/fd/{os.open(cfg['stdlib'], os.O_PATH | os.O_DIRECTORY)}"
+    got["stdlib_through_fd"] = os.access(through_fd, os.R_OK | os.X_OK)  # before any new root
+    got["empty_root"] = got["namespaces"] and _attempt(
+        enter_empty_root, cfg["expose"], cfg["tmp_dirs"]
+    )
     got["readonly_root"] = got["namespaces"] and _attempt(make_root_readonly)
     got["pid_namespace"] = got["namespaces"] and _attempt(enter_pid_namespace)
-    got["namespaces"] = got["namespaces"] and _attempt(expose_interpreter, cfg["expose"])
+    if not got["empty_root"]:
+        got["namespaces"] = got["namespaces"] and _attempt(expose_interpreter, cfg["expose"])
     got["namespaces"] = got["namespaces"] and _attempt(private_tmp, cfg["tmp_dirs"], 1 << 20)
-    through_fd = f"/proc/self/fd/{os.open(cfg['stdlib'], os.O_PATH | os.O_DIRECTORY)}"
     got["uid"] = _attempt(drop_privileges, cfg["uid"])
     got["stdlib_readable"] = os.access(cfg["stdlib"], os.R_OK | os.X_OK)
-    got["stdlib_through_fd"] = os.access(through_fd, os.R_OK | os.X_OK)
     return got
 
 

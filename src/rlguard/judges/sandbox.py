@@ -31,9 +31,11 @@ As root (the probe confirms each step; a step that probed fine but then fails is
     run at once. At the end every process of the uid is killed with kill(-1) from inside the uid,
     which also catches grandchildren that left the process group with setsid;
   * if the kernel allows namespaces: a network namespace (a down loopback, nothing else), and a
-    mount namespace with the whole filesystem read-only, one `disk_bytes` noexec tmpfs over every
-    temp dir (/tmp, /var/tmp, /dev/shm, /run/lock, the judge's tempdir), and closed dirs that hold
-    the interpreter (like /root) replaced by an empty dir exposing only the interpreter; and a
+    mount namespace whose root is a tmpfs holding only the interpreter's dirs and the system's
+    library dirs (/usr, /lib, ...), all read-only, and one `disk_bytes` noexec tmpfs over every
+    temp dir (/tmp, /var/tmp, /dev/shm, /run/lock, the judge's tempdir); where that root cannot
+    be made, the host's whole filesystem read-only, with closed dirs that hold the interpreter
+    (like /root) replaced by an empty dir exposing only the interpreter; and a
     pid namespace with its own /proc, where the program (pid 2; pid 1 reaps and reports its end
     to the bootstrap outside) sees only its own processes: not the judge's argv, not another
     sandbox;
@@ -134,6 +136,7 @@ class SandboxCapabilities:
     readonly_root: bool
     problem: str = ""  # why the sandbox refuses to run here
     pid_namespace: bool = False  # the program sees only its own processes in /proc
+    empty_root: bool = False  # its root holds only the interpreter and the system's libraries
     import_through_fds: bool = False  # the stdlib sits under a dir the sandbox uid cannot enter
 
     def describe(self) -> str:
@@ -144,6 +147,8 @@ class SandboxCapabilities:
         if self.namespaces:
             fs = "read-only filesystem" if self.readonly_root else "writable filesystem"
             lines.append(f"network namespace (no network); private /tmp; {fs}")
+            if self.empty_root:
+                lines.append("its root holds only the interpreter and the system's libraries")
             if self.pid_namespace:
                 lines.append("pid namespace: /proc shows the program's own processes only")
         else:
@@ -207,6 +212,7 @@ def _probe() -> SandboxCapabilities:
         namespaces=got["namespaces"],
         readonly_root=got["namespaces"] and got["readonly_root"],
         pid_namespace=got["namespaces"] and got["pid_namespace"],
+        empty_root=got["namespaces"] and got["empty_root"],
         import_through_fds=through_fds and not got["stdlib_readable"],
     )
 
@@ -292,6 +298,7 @@ def _run(
         namespaces=caps.namespaces,
         readonly_root=caps.readonly_root,
         pid_namespace=caps.pid_namespace,
+        empty_root=caps.empty_root,
         import_through_fds=caps.import_through_fds,
         rlimits=_rlimits(limits, same_uid=uid is None),
         disk_bytes=limits.disk_bytes,

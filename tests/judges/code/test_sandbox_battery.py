@@ -315,3 +315,15 @@ def test_the_audit_hook_is_out_of_reach_and_reads_nothing_the_program_can_rebind
     result = run_program(source, LIMITS)
     assert result.ok, result.reason
     assert result.stdout_tail.split() == ["True", "refused", "refused"]
+
+
+def test_nothing_of_the_host_is_in_sight_beyond_the_interpreter_and_its_libraries(caps):
+    if not caps.empty_root:
+        pytest.skip("no empty root on this host: the filesystem is read-only but visible")
+    program = (
+        "import os, sys\n"
+        f"print(os.path.exists({__file__!r}), os.path.exists('/etc/passwd'),"
+        f" os.path.isdir({os.path.realpath(sys.base_prefix)!r}), os.path.isdir('/usr/lib'))\n"
+    )
+    result = run_program(program, LIMITS)
+    assert result.stdout_tail.split() == ["False", "False", "True", "True"], result
