@@ -60,6 +60,7 @@ class Program:
 
     parts: tuple[tuple[str, str], ...]  # (name, text), in order: setup, code
     tests: str
+    setup: str = ""  # the row's whole setup, which the tests run (the candidate gets a part)
 
     @property
     def source(self) -> str:
@@ -67,8 +68,8 @@ class Program:
 
     @property
     def key(self) -> str:
-        """What decides the verdict: the program and its tests."""
-        return f"{self.source}\0{self.tests}"
+        """What decides the verdict: the program, the setup and the tests."""
+        return f"{self.source}\0{self.setup}\0{self.tests}"
 
     def locate(self, file: str, line: int) -> str:
         """'code line 2: return a / 0' for a line of the program (or of the unit tests)."""
@@ -136,7 +137,7 @@ class CodeJudge(Judge):
             return violated("no code block")
         shared = checks.candidate_setup(setup)
         parts = (("setup", shared),) if shared else ()
-        program = Program((*parts, ("code", code.rstrip("\n"))), tests)
+        program = Program((*parts, ("code", code.rstrip("\n"))), tests, setup)
         with self._lock:
             if (known := self._verdicts.get(program.key)) is not None:
                 self._verdicts.move_to_end(program.key)

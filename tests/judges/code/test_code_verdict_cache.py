@@ -46,3 +46,10 @@ def test_other_tests_are_another_program(monkeypatch):
         ["p"] * 2, [RIGHT, RIGHT], [TESTS, {"unit_tests": "assert add(1, 1) == 3"}]
     )
     assert verdicts == [1, 0] and len(calls) == 2
+
+
+def test_another_setup_is_another_program_even_where_the_candidate_sees_none_of_it(monkeypatch):
+    calls = counting(monkeypatch)
+    judge = CodeJudge(max_workers=1)
+    rows = [{"unit_tests": "assert add(1, 2) == WANT", "setup": f"WANT = {n}"} for n in (3, 4)]
+    assert judge.judge(["p"] * 2, [RIGHT, RIGHT], rows) == [1, 0] and len(calls) == 2

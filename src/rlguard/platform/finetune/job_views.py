@@ -160,10 +160,11 @@ def metrics_data(report: dict[str, Any]) -> dict[str, Any]:
     if report.get("loss") is not None:
         data["train_loss"] = report["loss"]
     subs: dict[str, dict[str, float]] = {}
-    for key, value in measured.items():
-        split, _, sub = key.partition("/score/")
-        if sub and split.count("/") == 1 and split.split("/")[0] in SPLITS:
-            subs.setdefault(sub, {})[SPLITS[split.split("/")[0]]] = value
+    for key, value in measured.items():  # train/<task>/score/<sub>, eval/<task>/score/<sub>
+        head, _, sub = key.partition("/score/")
+        split, _, task = head.partition("/")
+        if sub and task and "/" not in task and split in SPLITS:
+            subs.setdefault(sub, {})[SPLITS[split]] = value
     if subs:
         data["sub_graders"] = subs
     return data
