@@ -11,7 +11,6 @@ so an early `sys.exit(0)` or `os._exit(0)` inside the program cannot pass as suc
 In probe mode it tries each step once and writes which ones the host allows (marshal too).
 """
 
-import _signal  # signal's module would import enum for the same ints
 import builtins
 import ctypes
 import marshal
@@ -19,7 +18,8 @@ import os
 import resource
 import stat
 import sys
-from _signal import SIGKILL
+from _signal import SIG_DFL, SIGKILL  # signal's module would import enum for the same ints
+from _signal import signal as set_signal_handler
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWNET = 0x40000000
@@ -161,7 +161,7 @@ def _leave_as(status):
         os._exit(os.waitstatus_to_exitcode(status))
     number = SIGKILL if status is None else os.WTERMSIG(status)
     if number != SIGKILL:
-        _signal.signal(number, _signal.SIG_DFL)
+        set_signal_handler(number, SIG_DFL)
     os.kill(os.getpid(), number)
     os._exit(128 + number)  # a signal whose default is to go on
 
