@@ -18,12 +18,13 @@ run at least once: one that never ran means the tests were cut short.
 from __future__ import annotations
 
 import ast
-import json
 import marshal
 import operator
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from rlguard.judges import _sandbox_wire as wire
 
 CHECK = "__rlguard_check__"
 OPS: dict[type[ast.cmpop], tuple[str, Callable[[Any, Any], Any]]] = {
@@ -37,16 +38,6 @@ OPS: dict[type[ast.cmpop], tuple[str, Callable[[Any, Any], Any]]] = {
     ast.NotIn: ("not in", lambda a, b: a not in b),
 }
 _BY_NAME = {name: fn for name, fn in OPS.values()}
-_TAGS: dict[str, Callable[[Any], Any]] = {
-    "tuple": lambda body: tuple(_decode(x) for x in body),
-    "set": lambda body: {_decode(x) for x in body},
-    "frozenset": lambda body: frozenset(_decode(x) for x in body),
-    "dict": lambda body: {_decode(k): _decode(v) for k, v in body},
-    "bytes": bytes.fromhex,
-    "bytearray": bytearray.fromhex,
-    "complex": lambda body: complex(*body),
-    "int": lambda body: int(body, 16),
-}
 
 
 class UnsupportedTest(ValueError):
@@ -68,7 +59,7 @@ class Check:
 class TestPlan:
     code: str  # the rewritten tests, a marshalled code object in hex (same interpreter both sides)
     checks: tuple[Check, ...]
-    imports: tuple[str, ...]  # modules the setup and tests import, snapshotted before the code runs
+    shared: tuple[str, ...]  # the setup's classes, which both sides define: sent by value
     setup: str
     unittest_check: int | None = None  # the check the harness's own run of the TestCases sends
     test_functions: tuple[str, ...] = ()  # pytest-style `def test_*():`, called by the harness
@@ -76,7 +67,7 @@ class TestPlan:
     def payload(self) -> dict[str, object]:
         return {
             "code": self.code,
-            "imports": list(self.imports),
+            "shared": list(self.shared),
             "setup": self.setup,
             "unittest_check": self.unittest_check,
             "test_functions": list(self.test_functions),
@@ -93,16 +84,15 @@ def plan(tests: str, setup: str = "") -> TestPlan:
     rewriter = _Rewriter(lines)
     tree = ast.fix_missing_locations(rewriter.visit(tree))
     code = marshal.dumps(compile(tree, "unit_tests", "exec")).hex()
-    imports = sorted(_imports(tree) | _imports(ast.parse(setup, "setup")))
+    shared = tuple(node.name for node in ast.parse(setup).body if isinstance(node, ast.ClassDef))
     checks, unittest_check = rewriter.checks, None
     cases = [node for node in ast.walk(tree) if _is_test_case(node)]
     if cases:  # the harness runs them itself after the tests: one check, that none went wrong
         unittest_check = len(checks)
         text = "unittest: every test of the TestCases ran and passed (a skip is no pass)"
         checks.append(Check(cases[0].lineno, text, UNITTEST_TREE))
-        imports = sorted({*imports, "unittest"})
     functions = tuple(_test_functions(tree))
-    return TestPlan(code, tuple(checks), tuple(imports), setup, unittest_check, functions)
+    return TestPlan(code, tuple(checks), shared, setup, unittest_check, functions)
 
 
 UNITTEST_TREE = ("compare", (("leaf",), ("const", 0)), ("==",))  # the problems the run counted
@@ -154,16 +144,6 @@ def candidate_setup(setup: str) -> str:
         for node in tree.body
         if isinstance(node, kept)
     )
-
-
-def _imports(tree: ast.AST) -> set[str]:
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.add(node.module)
-    return found
 
 
 class _Rewriter(ast.NodeTransformer):
@@ -280,25 +260,15 @@ def never_ran(test_plan: TestPlan, records: Sequence[str]) -> str | None:
 def _parse(record: str, count: int) -> tuple[int, list[Any]]:
     head, _, body = record.partition(" ")
     number, _, values = body.partition(" ")
+    if head != "check" or not number.isdigit() or int(number) >= count:
+        raise BadRecord(f"{record[:80]!r}")
     try:
-        if head != "check" or not number.isdigit() or int(number) >= count:
-            raise BadRecord(f"{record[:80]!r}")
-        decoded = json.loads(values)
-        if type(decoded) is not list:
-            raise BadRecord("operands are not a list")
-        return int(number), [_decode(v) for v in decoded]
-    except (ValueError, TypeError, KeyError, RecursionError) as exc:
+        decoded = wire.Decoder(None).value(wire.parse(values))
+    except wire.WireError as exc:
         raise BadRecord(str(exc)[:200]) from None
-
-
-def _decode(value: Any) -> Any:
-    """JSON back to the plain value the sandbox dumped; unhashable set members raise TypeError."""
-    if type(value) is list:
-        return [_decode(x) for x in value]
-    if type(value) is dict:
-        [(tag, body)] = value.items()
-        return _TAGS[tag](body)
-    return value
+    if type(decoded) is not list:
+        raise BadRecord("operands are not a list")
+    return int(number), decoded
 
 
 def _holds(tree: tuple[Any, ...], values: list[Any]) -> bool:

@@ -257,12 +257,14 @@ def bind_to_parent(parent_pid):
         raise OSError("the judge exited before the sandbox started")
 
 
-def audit_hook(getpid=os.getpid, fsdecode=os.fsdecode, basename=os.path.basename):
+def audit_hook(frames=False, getpid=os.getpid, fsdecode=os.fsdecode, basename=os.path.basename):
     """The audit hook, a closure over everything it reads: the bootstrap's module is out of the
     program's reach (run() replaces sys.modules["__main__"]) and rebinding os's functions or
     these sets later changes nothing here. Setting any function's `__code__` is refused, so the
-    hook cannot be rewritten in place even by a program that found it."""
-    blocked, introspection, frame_attributes = BLOCKED_EVENTS, INTROSPECTION, FRAME_ATTRIBUTES
+    hook cannot be rewritten in place even by a program that found it. With `frames`, frames and
+    tracing stay open: the candidate's own sandbox holds nothing of the tests' to reach."""
+    blocked, frame_attributes = BLOCKED_EVENTS, frozenset() if frames else FRAME_ATTRIBUTES
+    introspection = frozenset() if frames else INTROSPECTION
     prefixes, str_or_bytes, isinstance_ = BLOCKED_PREFIXES, (str, bytes), isinstance
 
     def memory(path):
@@ -283,7 +285,7 @@ def audit_hook(getpid=os.getpid, fsdecode=os.fsdecode, basename=os.path.basename
         )
 
     def hook(event, args):
-        if event == "sys._getframe":
+        if event == "sys._getframe" and not frames:
             raise ValueError("sandbox: frames are not available")
         if event == "object.__getattr__" and args[1] in frame_attributes:
             raise PermissionError(f"sandbox: {args[1]} is not allowed")
@@ -322,21 +324,30 @@ def confine(cfg):
     bind_to_parent(None if in_pid_namespace else cfg["parent_pid"])
     os.chdir(cfg["workdir"])
     os.umask(0o077)
-    sys.addaudithook(audit_hook())
+    sys.addaudithook(audit_hook(frames="serve" in cfg))
 
 
-def run(source, nonce, status_fd, tests=None):
+def run(source, nonce, status_fd, tests=None, serve=None):
+    """The program alone; or, with `tests`, the tests' side of a judged program (the program runs
+    in another sandbox, `serve`'s, which answers the tests' calls)."""
     write = os.write
     write(status_fd, b"ready\n")
     sys.argv = ["program.py"]
     sys.modules["__main__"] = type(sys)("__main__")  # the bootstrap's globals, out of reach
-    code = compile(source, "program.py", "exec")
-    if tests is None:
-        exec(code, {"__name__": "__main__", "__builtins__": __builtins__})
-    else:  # loaded before the program runs, with a copy of the real builtins as its own
-        harness = {"__name__": "rlguard_sandbox_tests", "__builtins__": dict(vars(builtins))}
-        exec(marshal.loads(tests.pop("harness")), harness)
-        harness["run"](code, tests, status_fd)
+    role = tests if tests is not None else serve
+    if role is None:
+        exec(
+            compile(source, "program.py", "exec"),
+            {"__name__": "__main__", "__builtins__": builtins},
+        )
+    else:  # the harness, loaded with a copy of the real builtins as its own
+        harness = {"__name__": "rlguard_sandbox_harness", "__builtins__": dict(vars(builtins))}
+        for code in marshal.loads(role.pop("harness")):
+            exec(code, harness)
+        if tests is not None:
+            harness["run"](tests, status_fd)
+        else:
+            harness["serve"](source, serve)
     sys.stdout.flush()
     sys.stderr.flush()
     write(status_fd, nonce.encode() + b"\n")
@@ -378,7 +389,13 @@ def main():
         sys.stdout.buffer.write(marshal.dumps(probe(cfg)))
         return
     confine(cfg)
-    run(cfg.pop("source"), cfg.pop("nonce"), cfg["status_fd"], cfg.pop("tests", None))
+    run(
+        cfg.pop("source"),
+        cfg.pop("nonce"),
+        cfg["status_fd"],
+        cfg.pop("tests", None),
+        cfg.get("serve"),
+    )
 
 
 if __name__ == "__main__":

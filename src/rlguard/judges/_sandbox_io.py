@@ -53,7 +53,7 @@ class Pumped:
     cause: str  # "exit", "timeout" or "output"
 
 
-def _exited(pid: int) -> bool:
+def exited(pid: int) -> bool:
     """Whether pid has exited, without reaping it (its pid must stay reserved until killpg)."""
     return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
 
@@ -92,7 +92,7 @@ def pump(
         while True:
             now = time.monotonic()
             if not cause:
-                cause = "exit" if _exited(proc.pid) else "timeout" if now >= deadline else ""
+                cause = "exit" if exited(proc.pid) else "timeout" if now >= deadline else ""
                 if cause:
                     stop()
                     stopped_at = now = time.monotonic()

@@ -1,15 +1,15 @@
-"""The unit tests' side of the sandbox child: runs the tests where the candidate cannot reach them.
+"""The unit tests' side: runs the setup and the tests in a sandbox of their own, where the
+candidate's program is not. Executed by the bootstrap after `_sandbox_wire.py`, in the same
+namespace (never imported).
 
-Executed by the bootstrap (never imported) before the candidate's code, so every name bound here
-is the real one: later patches of builtins, modules or `type` by the candidate do not change them.
-The tests run in a namespace of their own: a copy of the real builtins, snapshots of the modules
-the tests and setup import (taken before the candidate ran), the setup's names, and the
-candidate's functions, wrapped so that what they return must be plain data (exact built-in types,
-recursively) or another function or iterator wrapped the same way. Each `assert` was rewritten by
-the judge (`rlguard.judges._code_checks`) into `__rlguard_check__(id, plan, thunks)`: the values
-it compares are checked to be plain data, written as JSON to the status pipe, and compared in the
-judge's own process. A literal operand is not even sent here, unless the assertion needs it to
-short-circuit (`and`, `or`, chained comparisons).
+The candidate runs in another sandbox (`_sandbox_serve.py`, another uid); its top-level names are
+bound here as copies (plain values) or `Remote`s, so a test's `f(xs)` sends a copy of `xs` there
+and gets a plain value back, decoded here. No object, frame, module or channel of this process is
+within the candidate's reach. Each `assert` was rewritten by the judge
+(`rlguard.judges._code_checks`) into `__rlguard_check__(id, plan, thunks)`: the values it compares
+must be plain data (exact built-in types), are written as JSON to the status pipe (which only this
+process holds) and compared again in the judge's own process. A literal operand is not even sent
+here, unless the assertion needs it to short-circuit (`and`, `or`, chained comparisons).
 """
 
 import builtins
@@ -17,231 +17,88 @@ import contextlib
 import marshal
 import os
 import sys
-import types
 
-# json's own C encoder (json.encoder takes it from here), without json's import of re and enum
-from _json import encode_basestring_ascii as _escape
-
-_type, _id, _len, _repr, _str_join = type, id, len, repr, str.join
-_SEQUENCES = (list, tuple, set, frozenset)
-_dict, _dict_items, _dict_values, _bytearray = dict, dict.items, dict.values, bytearray
-_float_repr, _int_repr, _int_hex = float.__repr__, int.__repr__, hex
-_type_name = type.__dict__["__name__"].__get__  # bypasses a metaclass's own __name__
-_write = os.write
+_str_join, _dict_values, _write = str.join, dict.values, os.write
 _REAL_BUILTINS = dict(builtins.__dict__)
 _REAL_IMPORT = builtins.__import__
-_ITERATORS = frozenset(
-    _type(x)
-    for x in (
-        (i for i in ()),
-        map(None, ()),
-        filter(None, ()),
-        zip(),
-        enumerate(()),
-        reversed(()),
-        iter(()),
-        iter([]),
-        iter({}),
-        iter(set()),
-        iter(""),
-        iter(range(0)),
-        {}.items().__iter__(),
-        {}.values().__iter__(),
-    )
-)
-_FUNCTIONS = frozenset({types.FunctionType, types.BuiltinFunctionType, types.MethodType})
-_CONTAINERS = {list: "[", tuple: '{"tuple":[', set: '{"set":[', frozenset: '{"frozenset":['}
-_BIG = 10**4000  # beyond this, decimal text is slow and json refuses it: hex instead
-MAX_DEPTH = 200
 
 
-class NotPlain(TypeError):
-    """A value the tests compare is not plain data (a candidate's object, or a cycle)."""
+def namespace():
+    return {"__name__": "__main__", "__builtins__": dict(_REAL_BUILTINS)}
 
 
-def dump(value):
-    """JSON text of a plain value; raises NotPlain for anything else.
-
-    Only exact built-in types pass (`type(x) is int`, never isinstance), so no method of the
-    candidate's runs while the value is read. Lists are JSON arrays; the other containers, bytes,
-    complex numbers and huge ints are one-key objects the judge decodes.
-    """
-    out = []
-    _dump(value, out, set(), 0)
-    return _str_join("", out)
+def _forward_out(link, message):
+    """The candidate's stdout, written where the tests' stdout is now (maybe their StringIO)."""
+    if _len(message) != 2 or _type(message[1]) is not str:
+        link.dead = WireError("malformed output")
+        raise link.dead
+    sys.stdout.write(message[1])
 
 
-def _dump(value, out, path, depth):
-    kind = _type(value)
-    if value is None or kind is bool:
-        out.append("null" if value is None else "true" if value else "false")
-    elif kind is int:
-        out.append(_int_repr(value) if -_BIG < value < _BIG else f'{{"int":"{_int_hex(value)}"}}')
-    elif kind is float:
-        out.append(_float_text(value))
-    elif kind is str:
-        out.append(_escape(value))
-    elif kind is bytes or kind is bytearray:
-        out.append(f'{{"{_type_name(kind)}":"{value.hex()}"}}')
-    elif kind is complex:
-        out.append(f'{{"complex":[{_float_text(value.real)},{_float_text(value.imag)}]}}')
-    elif kind in _CONTAINERS or kind is dict:
-        _dump_container(value, kind, out, path, depth)
-    else:
-        raise NotPlain(f"{_type_name(kind)} is not plain data (exact built-in types only)")
-
-
-def _dump_container(value, kind, out, path, depth):
-    if _id(value) in path or depth >= MAX_DEPTH:
-        raise NotPlain("a container that holds itself, or nests too deep, is not plain data")
-    path.add(_id(value))
-    if kind is dict:
-        out.append('{"dict":[')
-        for i, (key, item) in enumerate(dict.items(value)):
-            out.append("," if i else "")
-            out.append("[")
-            _dump(key, out, path, depth + 1)
-            out.append(",")
-            _dump(item, out, path, depth + 1)
-            out.append("]")
-        out.append("]}")
-    else:
-        out.append(_CONTAINERS[kind])
-        for i, item in enumerate(value):
-            out.append("," if i else "")
-            _dump(item, out, path, depth + 1)
-        out.append("]" if kind is list else "]}")
-    path.discard(_id(value))
-
-
-def _float_text(value):
-    if value != value:
-        return "NaN"
-    if value in (float("inf"), float("-inf")):
-        return "Infinity" if value > 0 else "-Infinity"
-    return _float_repr(value)
-
-
-def admit(value):
-    """What a candidate's function may hand to the tests: plain data, or a wrapped callable or
-    iterator whose own results are admitted the same way."""
-    kind = _type(value)
-    if kind in _FUNCTIONS:
-        return guarded(value)
-    if kind in _ITERATORS:
-        return (admit(item) for item in value)
-    if kind is range:
-        return value
-    dump(value)  # raises NotPlain
-    return value
-
-
-def guarded(function):
-    """The candidate's function as the tests call it: plain arguments go in as copies (the
-    candidate cannot change the tests' own objects), what comes back is admitted."""
-
-    def call(*args, **kwargs):
-        args = [_copy(a, 0) for a in args]
-        kwargs = {k: _copy(v, 0) for k, v in _dict_items(kwargs)}
-        return admit(function(*args, **kwargs))
-
-    return call
-
-
-def _copy(value, depth):
-    """A deep copy of the plain containers in `value` (the tests' data); anything else, and
-    what nests past MAX_DEPTH, as it is."""
-    kind = _type(value)
-    if depth >= MAX_DEPTH:
-        return value
-    if kind in _SEQUENCES:
-        return kind(_copy(item, depth + 1) for item in value)
-    if kind is _dict:
-        return {_copy(k, depth + 1): _copy(v, depth + 1) for k, v in _dict_items(value)}
-    if kind is _bytearray:
-        return _bytearray(value)
-    return value
-
-
-def _import(name, globals=None, locals=None, fromlist=(), level=0, *, snapshots):
-    """The tests' `import`: modules seen before the candidate ran come from their snapshots."""
-    key = name if fromlist else name.partition(".")[0]
-    if level == 0 and key in snapshots:
-        return snapshots[key]
-    return _REAL_IMPORT(name, globals, locals, fromlist, level)
-
-
-def snapshot(name):
-    """The tests' own copy of a module, made before the candidate runs; None if it does not
-    import. A module of pure Python is imported afresh, out of sys.modules, with its package's
-    submodules: its objects (json's `_default_decoder`, a class's methods) are not the ones the
-    candidate can reach and patch. The interpreter's core (SHARED) and a module that will not
-    import twice get a copy of their attributes instead, whose objects are shared."""
-    top = name.partition(".")[0]
-    if top not in SHARED and top not in _BUILTIN_MODULES:
-        with contextlib.suppress(Exception):
-            return _fresh(name, top)
+def _forward_in(link, message):
+    """A read of the candidate's stdin, from the tests' stdin (maybe their StringIO)."""
+    how = message[1] if _len(message) == 3 else None
+    if how not in ("read", "readline") or _type(message[2]) is not int:
+        link.dead = WireError("a malformed stdin request")
+        raise link.dead
     try:
-        module = _REAL_IMPORT(name, fromlist=["_"])
-    except Exception:
-        return None  # the tests' own import will raise it where it belongs
-    copy = types.ModuleType(module.__name__, module.__doc__)
-    copy.__dict__.update(module.__dict__)
-    return copy
+        text = getattr(sys.stdin, how)(message[2])
+    except Exception as exc:
+        return link.failure(exc)
+    return f'["ok",{encode(text if _type(text) is str else "", link)}]'
 
 
-SHARED = frozenset(
-    {"os", "io", "abc", "codecs", "encodings", "importlib", "site", "threading", "warnings"}
+# what the candidate may do with objects of the tests' it holds (a key function, a callback):
+# use them, never read their private attributes
+SERVED = frozenset(
+    {"call", "getattr", "iter", "next", "len", "bool", "repr", "str", "contains", "getitem"}
 )
-_BUILTIN_MODULES = frozenset(sys.builtin_module_names)
 
 
-def _fresh(name, top):
-    modules = sys.modules
-    saved = dict(modules)
-    for key in list(modules):
-        if key == top or key.startswith(top + "."):
-            del modules[key]
-    try:
-        return _REAL_IMPORT(name, fromlist=["_"])
-    finally:
-        modules.clear()
-        modules.update(saved)
+def connect(link_fds, tests_ns, shared):
+    """The link to the candidate's sandbox, once its program ran; its names are bound in the
+    tests' namespace (see adopt)."""
+    read_fd, write_fd = link_fds
+    classes = {name: tests_ns[name] for name in shared if isinstance(tests_ns.get(name), type)}
+    local = {"out": _forward_out, "in": _forward_in}
+    link = Link(read_fd, write_fd, SERVED, classes, local, private=False)
+    while True:
+        _, message = link.receive()
+        if message[0] == "ready" and _len(message) == 2:
+            adopt(message[1], tests_ns, link)
+            return link
+        if message[0] == "err":
+            raise link.error(message)
+        if message[0] not in local:
+            link.dead = WireError(f"{message[0][:20]!r} before the program was ready")
+            raise link.dead
+        if (reply := link.serve(message)) is not None:
+            link.send(reply)
 
 
-def namespace(imports):
-    snapshots = {}
-    for name in imports:
-        for part in (name.partition(".")[0], name):
-            if part not in snapshots and (found := snapshot(part)) is not None:
-                snapshots[part] = found
-    real = dict(_REAL_BUILTINS)
-
-    def import_(name, globals=None, locals=None, fromlist=(), level=0):
-        return _import(name, globals, locals, fromlist, level, snapshots=snapshots)
-
-    real["__import__"] = import_
-    return {"__name__": "__main__", "__builtins__": real}
-
-
-def adopt(candidate, tests):
-    """Give the tests the candidate's functions (guarded), classes and plain values.
-
-    Names the tests' namespace already has (setup's) and builtin names keep the real meaning;
-    only exact-str names are read, so a key with its own __eq__ cannot replace one of ours.
-    """
-    for name, value in list(dict.items(candidate)):
-        if _type(name) is not str or name.startswith("__") or name in tests:
+def adopt(names, tests, link):
+    """Give the tests the candidate's top-level names: plain values as copies, modules as the
+    tests' own import of them, everything else as a Remote; a function answers the same call
+    the same way each time. Names the tests' namespace already has (setup's) and builtin names
+    keep their meaning."""
+    if _type(names) is not dict or list(names) != ["d"] or _type(names["d"]) is not list:
+        link.dead = WireError("malformed names")
+        raise link.dead
+    builtin_names = tests["__builtins__"]
+    for pair in names["d"]:
+        if _type(pair) is not list or _len(pair) != 2 or _type(pair[0]) is not str:
+            link.dead = WireError("a malformed name")
+            raise link.dead
+        name, value = pair
+        if name.startswith("__") or name in tests or name in builtin_names:
             continue
-        if name in tests["__builtins__"]:
-            continue
-        if _type(value) in _FUNCTIONS:
-            tests[name] = guarded(value)
-        elif isinstance(value, type):
-            tests[name] = value  # its objects: only what the assertions compare is checked
+        if _type(value) is dict and list(value) == ["m"] and _type(value["m"]) is str:
+            with contextlib.suppress(Exception):
+                tests[name] = _REAL_IMPORT(value["m"], fromlist=["_"])
+        elif _type(value) is dict and list(value) == ["h"] and _type(value["h"]) is int:
+            tests[name] = Remote(link, value["h"], pure=True)
         else:
-            with contextlib.suppress(NotPlain):
-                tests[name] = admit(value)
+            tests[name] = link.decoded(Decoder(link), [value])
 
 
 def checker(status_fd):
@@ -274,7 +131,7 @@ def _evaluate(plan, thunks, values, check_id):
 
 def _send(value, values, check_id):
     try:
-        values.append(dump(value))
+        values.append(encode(value, None))
     except NotPlain as exc:
         raise NotPlain(f"check {check_id}: {exc}") from None
     return value
@@ -316,30 +173,37 @@ _COMPARE = {
 }
 
 
-def run(program, tests, status_fd):
-    """Setup and tests' imports first, then the candidate's program, then the tests, their
-    pytest-style test functions and their TestCases (both run by the harness)."""
-    ns = namespace(tests["imports"])
-    unittest = _unittest(ns) if tests["unittest_check"] is not None else None
-    if tests["setup"]:
-        exec(compile(tests["setup"], "setup", "exec"), ns)
-    candidate = {"__name__": "__main__", "__builtins__": builtins}
-    exec(program, candidate)
-    adopt(candidate, ns)
-    check = ns["__rlguard_check__"] = checker(status_fd)
-    exec(marshal.loads(bytes.fromhex(tests["code"])), ns)
-    for name in tests["test_functions"]:
-        ns[name]()
-    if unittest is not None:
-        problems = run_test_cases(unittest, ns)
-        check(tests["unittest_check"], ("flat", (0,)), (lambda: problems,))
+def run(tests, status_fd):
+    """Setup first, then the link to the candidate's running program, then the tests, their
+    pytest-style test functions and their TestCases (both run by the harness). An error the
+    candidate raised names its program line on stderr first, for the judge's reason."""
+    link = None
+    try:
+        ns = namespace()
+        unittest = _unittest() if tests["unittest_check"] is not None else None
+        if tests["setup"]:
+            exec(compile(tests["setup"], "setup", "exec"), ns)
+        link = connect(tests["link"], ns, tests["shared"])
+        check = ns["__rlguard_check__"] = checker(status_fd)
+        exec(marshal.loads(bytes.fromhex(tests["code"])), ns)
+        for name in tests["test_functions"]:
+            ns[name]()
+        if unittest is not None:
+            problems = run_test_cases(unittest, ns)
+            check(tests["unittest_check"], ("flat", (0,)), (lambda: problems,))
+    except BaseException as exc:
+        place = getattr(exc, "rlguard_where", "")
+        if _type(place) is str and place:
+            _write(2, f"  {place.splitlines()[0]}, in <candidate>\n".encode())
+        raise
+    link.check()  # a test that swallowed the link's failure still fails
 
 
-def _unittest(ns):
+def _unittest():
     """The tests' unittest (its snapshot), whose `main()` does nothing: the harness runs the
     TestCases itself, after the tests, so `unittest.main()` neither exits before the end nor
     runs the bootstrap's `__main__` in place of the tests."""
-    unittest = ns["__builtins__"]["__import__"]("unittest")
+    unittest = _REAL_IMPORT("unittest")
     unittest.main = lambda *args, **kwargs: None
     return unittest
 

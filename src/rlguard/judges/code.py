@@ -82,10 +82,11 @@ class Program:
         return f"line {line}"
 
     def explain(self, result: SandboxResult) -> str:
-        """The sandbox's reason, plus the exception and its line for a traceback.
+        """The sandbox's reason, plus the exception and the line of the program it came from
+        (else the test's line) for a traceback.
 
-        The stderr it parses is the program's own, so a program could fake it; only the verdict
-        is trusted, the reason is for humans.
+        The line names the candidate sends with its errors are its own, so a program could fake
+        them; only the verdict is trusted, the reason is for humans.
         """
         if not result.reason.startswith("exit code"):
             return result.reason
@@ -93,8 +94,9 @@ class Program:
         frames = FRAME.findall(result.stderr_tail)
         if not lines or not frames:
             return result.reason
-        error = lines[-1].strip()[:200].removeprefix("rlguard_sandbox_tests.")
-        file, line = frames[-1]
+        error = lines[-1].strip()[:200].removeprefix("rlguard_sandbox_harness.")
+        in_program = [frame for frame in frames if frame[0] == "program.py"]
+        file, line = (in_program or frames)[-1]
         where = self.locate(file, int(line))
         prefix = "memory limit: " if error.startswith("MemoryError") else ""
         return f"{prefix}{error} at {where}"

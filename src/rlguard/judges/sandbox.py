@@ -69,12 +69,14 @@ import sys
 import sysconfig
 import threading
 import time
-from contextlib import nullcontext, suppress
-from dataclasses import dataclass
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, nullcontext, suppress
+from dataclasses import dataclass, replace
 
 from rlguard.judges import _sandbox_host as host
 from rlguard.judges._sandbox_host import SandboxError
-from rlguard.judges._sandbox_io import Pumped, pump
+from rlguard.judges._sandbox_io import Pumped, exited, pump
 
 __all__ = [
     "Limits",
@@ -88,7 +90,9 @@ __all__ = [
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _BOOT = os.path.join(_HERE, "_sandbox_boot.py")
-_TESTS = os.path.join(_HERE, "_sandbox_tests.py")  # sent as text: the sandbox uid may not read it
+_WIRE = os.path.join(_HERE, "_sandbox_wire.py")  # the harnesses, compiled here and sent
+_TESTS = os.path.join(_HERE, "_sandbox_tests.py")
+_SERVE = os.path.join(_HERE, "_sandbox_serve.py")
 _SIGNALS = {signal.SIGXCPU: "cpu time limit", signal.SIGXFSZ: "file size limit"}
 MIB = 1 << 20
 
@@ -262,30 +266,59 @@ def run_program(
 ) -> SandboxResult:
     """Run source in a fresh sandbox. Raises SandboxError if the sandbox itself cannot run.
 
-    With `tests` (`rlguard.judges._code_checks.TestPlan.payload()`), the tests run after the
-    source in a namespace of their own and send their checks back as `records`.
+    With `tests` (`rlguard.judges._code_checks.TestPlan.payload()`), two sandboxes run, each with
+    its own uid: the source in one, answering calls; the tests in the other, calling it through
+    a pipe pair and sending their checks back as `records` (see `_sandbox_wire`). Each has the
+    whole `limits`; the result is the tests' side's, with the candidate's own end (a limit it hit,
+    a signal) as the reason when that is what stopped the tests.
     """
     limits = limits or Limits()
     caps = capabilities()
     if caps.problem:
         raise SandboxError(caps.problem)
+    if tests is None:
+        with _slot(caps) as (uid, workdir):
+            child = _spawn(source, {}, limits, caps, uid, workdir)
+            return _finish(child, limits)
+    with _slot(caps) as (tests_uid, tests_dir), _slot(caps) as (uid, workdir):
+        return _run_pair(source, tests, limits, caps, (tests_uid, tests_dir), (uid, workdir))
+
+
+@contextmanager
+def _slot(caps: SandboxCapabilities) -> Iterator[tuple[int | None, str]]:
+    """A uid of its own (as root) and a private workdir, cleaned up afterwards."""
     claim = host.claim_uid() if caps.dedicated_uids else nullcontext(None)
     with claim as uid, host.workdir(uid) as workdir:
         try:
-            return _run(source, tests, limits, caps, uid, workdir)
+            yield uid, workdir
         finally:
             if uid is not None and not caps.namespaces:
                 host.sweep_files(uid, host.temp_dirs())
 
 
-def _run(
+@dataclass
+class _Child:
+    proc: subprocess.Popen[bytes]
+    status_r: int
+    payload: bytes
+    nonce: str
+    uid: int | None
+    start: float
+
+    def stop(self) -> None:
+        with suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+
+def _spawn(
     source: str,
-    tests: dict[str, object] | None,
+    role: dict[str, object],
     limits: Limits,
     caps: SandboxCapabilities,
     uid: int | None,
     workdir: str,
-) -> SandboxResult:
+    fds: tuple[int, ...] = (),
+) -> _Child:
     nonce = secrets.token_hex(16)
     status_r, status_w = os.pipe()
     cfg = _config(
@@ -294,7 +327,6 @@ def _run(
         status_fd=status_w,
         nonce=nonce,
         source=source,
-        tests=tests and {**tests, "harness": _harness()},
         namespaces=caps.namespaces,
         readonly_root=caps.readonly_root,
         pid_namespace=caps.pid_namespace,
@@ -302,6 +334,7 @@ def _run(
         import_through_fds=caps.import_through_fds,
         rlimits=_rlimits(limits, same_uid=uid is None),
         disk_bytes=limits.disk_bytes,
+        **role,
     )
     env = {"PATH": "/usr/bin:/bin", "HOME": workdir, "TMPDIR": workdir, "LANG": "C.UTF-8"}
     try:
@@ -310,7 +343,7 @@ def _run(
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            pass_fds=(status_w,),
+            pass_fds=(status_w, *fds),
             env=env,
             cwd="/",
             start_new_session=True,
@@ -320,36 +353,90 @@ def _run(
         raise SandboxError(f"cannot start the sandbox: {exc}") from exc
     finally:
         os.close(status_w)
-    start = time.monotonic()
+    return _Child(proc, status_r, marshal.dumps(cfg), nonce, uid, time.monotonic())
 
-    def stop() -> None:
-        with suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
 
+def _finish(child: _Child, limits: Limits) -> SandboxResult:
+    """Feed the child its config, drain it until it ends (or its limits end it), clean up."""
     try:
         pumped = pump(
-            proc,
-            status_r,
-            marshal.dumps(cfg),
-            deadline=start + limits.wall_s,
+            child.proc,
+            child.status_r,
+            child.payload,
+            deadline=child.start + limits.wall_s,
             output_limit=limits.output_bytes,
             keep=limits.tail_bytes,
-            stop=stop,
+            stop=child.stop,
         )
     finally:
-        stop()  # also when pump itself failed
-        os.close(status_r)
-        _reap(proc)
-        if uid is not None:  # what left the group; the child is reaped, so usually nothing
-            host.kill_all(uid)
-    return _result(proc.returncode, pumped, limits, nonce, time.monotonic() - start)
+        child.stop()  # also when pump itself failed
+        os.close(child.status_r)
+        _reap(child.proc)
+        if child.uid is not None:  # what left the group; the child is reaped, so usually nothing
+            host.kill_all(child.uid)
+    wall_s = time.monotonic() - child.start
+    return _result(child.proc.returncode, pumped, limits, child.nonce, wall_s)
+
+
+def _run_pair(
+    source: str,
+    tests: dict[str, object],
+    limits: Limits,
+    caps: SandboxCapabilities,
+    tests_slot: tuple[int | None, str],
+    slot: tuple[int | None, str],
+) -> SandboxResult:
+    calls_r, calls_w = os.pipe()
+    answers_r, answers_w = os.pipe()
+    serve = {"harness": _harness(_SERVE), "link": [calls_r, answers_w], "shared": tests["shared"]}
+    children: list[_Child] = []
+    try:
+        children.append(
+            _spawn(source, {"serve": serve}, limits, caps, *slot, fds=(calls_r, answers_w))
+        )
+        tests = {**tests, "harness": _harness(_TESTS), "link": [answers_r, calls_w]}
+        children.append(
+            _spawn("", {"tests": tests}, limits, caps, *tests_slot, fds=(answers_r, calls_w))
+        )
+    except BaseException:
+        for child in children:
+            child.stop()
+            _finish(child, limits)
+        raise
+    finally:
+        for fd in (calls_r, calls_w, answers_r, answers_w):
+            os.close(fd)
+    candidate, tester = children
+    with ThreadPoolExecutor(1, thread_name_prefix="sandbox-candidate") as pool:
+        candidate_end = pool.submit(_finish, candidate, limits)
+        try:
+            judged = _finish(tester, limits)
+            ended_first = _ended(candidate.proc.pid)
+        finally:
+            candidate.stop()
+        candidate_result = candidate_end.result()
+    if judged.ok or not ended_first or candidate_result.ok:
+        return judged
+    return replace(judged, reason=candidate_result.reason, timed_out=candidate_result.timed_out)
+
+
+def _ended(pid: int) -> bool:
+    """Whether pid has ended (or was reaped already), without reaping it."""
+    try:
+        return exited(pid)
+    except ChildProcessError:
+        return True
 
 
 @functools.cache
-def _harness() -> bytes:
-    """The tests' harness, compiled once here (the sandbox runs this same interpreter)."""
-    with open(_TESTS, encoding="utf-8") as f:
-        return marshal.dumps(compile(f.read(), "harness", "exec"))
+def _harness(path: str) -> bytes:
+    """A side's harness after the wire both share, compiled once here (the sandbox runs this same
+    interpreter; its uid may not even read these files)."""
+    codes = []
+    for name in (_WIRE, path):
+        with open(name, encoding="utf-8") as f:
+            codes.append(compile(f.read(), "harness", "exec", dont_inherit=True))
+    return marshal.dumps(tuple(codes))
 
 
 def _reap(proc: subprocess.Popen[bytes]) -> None:

@@ -236,13 +236,14 @@ CASES = [
         "        os.write(fd, b'\\n' * (2 << 20))\n    return a - b\n",
         0,
     ),
-    Case(
+    Case(  # the pipes the candidate holds are its channel: stray bytes there are malformed
         "a flood of the status pipe turns a failure into -1",
-        "a few blank lines into the status pipe, honest twin",
+        "a few blank lines into every inherited pipe, right answers: malformed traffic, a 0",
         ADD,
         STATUS_FDS + "def calc(a, b):\n    for fd in fifos():\n"
-        "        os.write(fd, b'\\n' * 16)\n    return a + b\n",
-        1,
+        "        try:\n            os.write(fd, b'\\n' * 16)\n"
+        "        except OSError:\n            pass\n    return a + b\n",
+        0,
     ),
 ]
 
