@@ -2,9 +2,11 @@
 side by side: the lab's code task (correct and flawed responses, three asserts each), judged by a
 fresh CodeJudge (no verdict cache hits) per round.
 Rounds alternate between the trees in one run, each in a child process importing that tree, so
-both see the same machine load. `--host-processes N` holds N idle processes meanwhile: the
-sandbox scans the host's process table for its uid's processes around every run, and a busy host
-(this project's test suite peaks near 600 processes) makes that scan the judge's main cost.
+both see the same machine load; each round then judges a trivial sample alone ten times, the
+sandbox's own start-up cost (`startup_median_ms`). `--host-processes N` holds N idle processes
+meanwhile: the sandbox scans the host's process table for its uid's processes around every run,
+and a busy host (this project's test suite peaks near 600 processes) makes that scan the judge's
+main cost.
 Writes benchmarks/results/code_judge.json (or --out).
 
     python benchmarks/bench_code_judge.py --old /path/to/main/src --new src [--samples 48] \
@@ -23,6 +25,8 @@ import sys
 from pathlib import Path
 
 RESULTS = Path(__file__).parent / "results"
+STARTUP_SAMPLES = 10
+TRIVIAL = "```python\ndef one():\n    return 1\n```"
 
 
 def worker(samples: int) -> None:
@@ -44,7 +48,14 @@ def worker(samples: int) -> None:
     now = os.times()
     judge_cpu = now.user + now.system - cpu[0] - cpu[1]
     sandbox_cpu = now.children_user + now.children_system - cpu[2] - cpu[3]
-    print(json.dumps({"wall_s": wall_s, "cpu_s": judge_cpu + sandbox_cpu, "verdicts": verdicts}))
+    startup = []
+    for _ in range(STARTUP_SAMPLES):  # one trivial sample at a time: the sandbox's own cost
+        lone = CodeJudge(max_workers=1)
+        begin = time.perf_counter()
+        lone.check("p", TRIVIAL, {"unit_tests": "assert one() == 1"})
+        startup.append(time.perf_counter() - begin)
+    result = {"wall_s": wall_s, "cpu_s": judge_cpu + sandbox_cpu, "verdicts": verdicts}
+    print(json.dumps({**result, "startup_s": startup}))
 
 
 def round_(src: str, samples: int) -> dict:
@@ -75,6 +86,7 @@ def main() -> None:
         parser.error("--old is required")
     times: dict[str, list[float]] = {"old": [], "new": []}
     cpus: dict[str, list[float]] = {"old": [], "new": []}
+    startup: dict[str, list[float]] = {"old": [], "new": []}
     verdicts = {}
     idle = [subprocess.Popen(["sleep", "3600"]) for _ in range(args.host_processes)]
     try:
@@ -83,6 +95,7 @@ def main() -> None:
                 got = round_(getattr(args, name), args.samples)
                 times[name].append(round(got["wall_s"], 3))
                 cpus[name].append(round(got["cpu_s"], 3))
+                startup[name].extend(got["startup_s"])
                 verdicts[name] = got["verdicts"]
     finally:
         for process in idle:
@@ -92,7 +105,7 @@ def main() -> None:
         raise SystemExit("error: the two trees disagree on honest samples")
     median = {name: statistics.median(t) for name, t in times.items()}
     result = {
-        "command": "python benchmarks/bench_code_judge.py --old <main>/src --new src",
+        "command": " ".join(["python benchmarks/bench_code_judge.py", *sys.argv[1:]]),
         "samples": args.samples,
         "host_processes": args.host_processes,
         "rounds": args.rounds,
@@ -102,6 +115,10 @@ def main() -> None:
         "cpu_s": cpus,  # the judge's process and its sandboxes', user + system
         "median_cpu_s": (cpu_median := {name: statistics.median(c) for name, c in cpus.items()}),
         "cpu_new_over_old": round(cpu_median["new"] / cpu_median["old"], 3),
+        # one trivial sample judged alone: the sandbox(es) start, run and end, nothing else
+        "startup_median_ms": {
+            name: round(1000 * statistics.median(found), 1) for name, found in startup.items()
+        },
         "pass_rate": sum(v == 1 for v in verdicts["new"]) / args.samples,
         "cpus": os.cpu_count(),
         "machine": platform.processor() or platform.machine(),

@@ -2,19 +2,22 @@
 
 The code is the last complete fenced block tagged python/py/python3 or untagged: models often
 show a draft or an example first and the final solution last, and a block cut off by the length
-limit is not a solution. The program is metadata "setup" (optional, e.g. imports the tests need;
-the candidate gets its imports, functions and classes, the tests all of it), then the code;
-metadata "unit_tests" (CGPO's `assert f(1) == 2` lines, or any Python: pytest-style
-`def test_*():` functions and unittest TestCases, both run by the harness after the tests,
-stdin/stdout fed through io.StringIO) runs after it in a namespace of its own.
+limit is not a solution. The candidate's program is the setup's imports, functions and classes
+(metadata "setup", optional), then the code; metadata "unit_tests" (CGPO's `assert f(1) == 2`
+lines, or any Python: pytest-style `def test_*():` functions and unittest TestCases, both run by
+the harness after the tests, stdin/stdout fed through io.StringIO) runs after the whole setup.
 
-The judge, not the sandbox, decides whether an assertion held: each compared value crosses to the
-judge's process as plain data and is compared here (`rlguard.judges._code_checks`, the boundary),
-so a policy cannot pass with an object whose `__eq__` is always true or with patched builtins. It
-passes (1) only if every assertion ran and held here, and the program ran to its end and exited 0
-within the sandbox's limits; any failure is 0 with a reason. Missing, uncompilable, unsupported or
-assertion-free unit tests, or a sandbox that cannot start, are judge failures (-1). Samples run
-concurrently, each in its own sandbox process; the judge's threads only wait on them. See
+The tests and the candidate never share a process: the program runs in one sandbox and answers
+calls, the setup and tests in another (its own uid), reaching the candidate's names through a
+framed call/answer pipe (`rlguard.judges._sandbox_wire`): arguments cross as copies, answers as
+plain data the tests' side rebuilds itself, so nothing of the tests (their values, their
+objects, their channel to the judge) is in the candidate's reach. Each compared value then
+crosses to the judge's process as plain data and is compared here too
+(`rlguard.judges._code_checks`). It passes (1) only if every assertion ran and held here, and the
+tests ran to their end within the sandboxes' limits; any failure, malformed traffic from the
+candidate included, is 0 with a reason. Missing, uncompilable, unsupported or assertion-free
+unit tests, or a sandbox that cannot start, are judge failures (-1). Samples run concurrently,
+each in its own pair of sandbox processes; the judge's threads only wait on them. See
 `rlguard.judges.sandbox` for what the sandbox enforces.
 """
 

@@ -22,6 +22,13 @@ Always, as root or not:
   * after a normal end the bootstrap reports a nonce, so `sys.exit(0)` or `os._exit(0)` before the
     tests ran is not a pass. A program that digs the nonce out of the bootstrap's frames could
     forge it: like the hook, this stops reward hacking by accident, not a determined attacker.
+    The code judge does not rely on either: its tests run in a second sandbox (below).
+
+With tests (the code judge), two sandboxes as above run side by side, each with the same limits
+and a uid of its own: the candidate's program in one, answering calls on a pipe pair; the setup
+and tests in the other, calling it, holding the status pipe and the nonce. The candidate's hook
+leaves frames, tracing and gc open (its process holds nothing of the tests'); the tests' side
+keeps them shut.
 
 As root (the probe confirms each step; a step that probed fine but then fails is an error):
   * the child switches to a uid of its own (2_100_000_000 + slot, one per concurrent sandbox on the
@@ -291,8 +298,9 @@ def _slot(caps: SandboxCapabilities) -> Iterator[tuple[int | None, str]]:
     with claim as uid, host.workdir(uid) as workdir:
         try:
             yield uid, workdir
-        finally:
+        finally:  # what left the process group dies here or at the claim's end
             if uid is not None and not caps.namespaces:
+                host.kill_all(uid)
                 host.sweep_files(uid, host.temp_dirs())
 
 
@@ -302,7 +310,6 @@ class _Child:
     status_r: int
     payload: bytes
     nonce: str
-    uid: int | None
     start: float
 
     def stop(self) -> None:
@@ -353,7 +360,7 @@ def _spawn(
         raise SandboxError(f"cannot start the sandbox: {exc}") from exc
     finally:
         os.close(status_w)
-    return _Child(proc, status_r, marshal.dumps(cfg), nonce, uid, time.monotonic())
+    return _Child(proc, status_r, marshal.dumps(cfg), nonce, time.monotonic())
 
 
 def _finish(child: _Child, limits: Limits) -> SandboxResult:
@@ -372,8 +379,6 @@ def _finish(child: _Child, limits: Limits) -> SandboxResult:
         child.stop()  # also when pump itself failed
         os.close(child.status_r)
         _reap(child.proc)
-        if child.uid is not None:  # what left the group; the child is reaped, so usually nothing
-            host.kill_all(child.uid)
     wall_s = time.monotonic() - child.start
     return _result(child.proc.returncode, pumped, limits, child.nonce, wall_s)
 

@@ -247,6 +247,132 @@ CASES = [
     ),
 ]
 
+# 8. What only a process boundary closes: the candidate's program ran beside the tests, so its
+# state lived as long as theirs and frames had to be shut for everyone.
+CONFLICTING = "assert calc(3, 5) == 8\nassert calc(7, 2) == 9\nassert calc(3, 5) == 9"
+REPEATED = "assert calc(3, 5) == 8\nassert calc(3, 5) == 8\nassert calc(7, 2) == 9"
+COUNTER = (
+    "CALLS = {}\ndef calc(a, b):\n    CALLS[a, b] = CALLS.get((a, b), 0) + 1\n"
+    "    return a + b + (CALLS[a, b] == 2)\n"
+)
+PYTEST_STYLE = (
+    "def test_small():\n    assert calc(3, 5) == 8\n\ndef test_other():\n    assert calc(7, 2) == 9"
+)
+CALLBACK = (
+    "for a, b, want in [(3, 5, 8), (7, 2, 9)]:\n    assert apply(lambda x, y: x + y, a, b) == want"
+)
+BOUNDARY = [
+    Case(
+        "a call counter answers a repeated assertion two ways",
+        "call counter against conflicting asserts",
+        CONFLICTING,
+        COUNTER,
+        0,
+    ),
+    Case(
+        "a call counter answers a repeated assertion two ways",
+        "memoizing program, honest twin",
+        REPEATED,
+        "CACHE = {}\ndef calc(a, b):\n    if (a, b) not in CACHE:\n        CACHE[a, b] = a + b\n"
+        "    return CACHE[a, b]\n",
+        1,
+    ),
+    Case(
+        "frames were shut for every program",
+        "a correct program that formats its own traceback",
+        ADD,
+        "import sys, traceback\ndef calc(a, b):\n    try:\n        1 / 0\n"
+        "    except ZeroDivisionError:\n"
+        "        assert 'ZeroDivisionError' in traceback.format_exc()\n"
+        "    assert sys._getframe().f_code.co_name == 'calc'\n    return a + b\n",
+        1,
+    ),
+    Case(
+        "frames were shut for every program",
+        "the tests' frame looked for from the candidate's",
+        TABLE,
+        "import sys\ndef calc(a, b):\n    frame = sys._getframe()\n    while frame:\n"
+        "        if 'want' in frame.f_locals:\n            return frame.f_locals['want']\n"
+        "        frame = frame.f_back\n    return 0\n",
+        0,
+    ),
+    Case(
+        "a callback of the tests' leads to their globals",
+        "the expected value read through the callback's __globals__",
+        CALLBACK,
+        "def apply(fn, a, b):\n    return fn.__globals__['want']\n",
+        0,
+    ),
+    Case(
+        "a callback of the tests' leads to their globals",
+        "callback called, honest twin",
+        CALLBACK,
+        "def apply(fn, a, b):\n    return fn(a, b)\n",
+        1,
+    ),
+    Case(
+        "the candidate's errors are its own classes",
+        "a ValueError subclass the tests expect as ValueError",
+        "try:\n    calc(-1, 2)\n    raised = False\nexcept ValueError as exc:\n"
+        "    raised = str(exc) == 'negative'\nassert raised\nassert calc(3, 5) == 8",
+        "class Negative(ValueError):\n    pass\ndef calc(a, b):\n    if a < 0:\n"
+        "        raise Negative('negative')\n    return a + b\n",
+        1,
+    ),
+    Case(
+        "stdin and stdout are the tests'",
+        "a program reading the tests' stdin and printing into their buffer",
+        "import io, sys\nfrom contextlib import redirect_stdout\n"
+        "sys.stdin = io.StringIO('3 5\\n7 2\\n')\nout = io.StringIO()\n"
+        "with redirect_stdout(out):\n    main()\n"
+        "assert out.getvalue() == '8\\n9\\n'",
+        "def main():\n    import sys\n    for line in sys.stdin:\n"
+        "        a, b = map(int, line.split())\n        print(a + b)\n",
+        1,
+    ),
+    Case(
+        "styles of tests",
+        "pytest-style test functions, correct program",
+        PYTEST_STYLE,
+        HONEST,
+        1,
+    ),
+    Case(
+        "styles of tests",
+        "pytest-style test functions, wrong program",
+        PYTEST_STYLE,
+        WRONG,
+        0,
+    ),
+    Case(
+        "styles of tests",
+        "a linked list from the setup's class, reversed",
+        "assert to_list(reverse(build([1, 2, 3]))) == [3, 2, 1]\nassert reverse(None) is None",
+        "def reverse(head):\n    previous = None\n    while head:\n"
+        "        head.next, previous, head = previous, head, head.next\n    return previous\n",
+        1,
+        "class ListNode:\n    def __init__(self, val=0, next=None):\n"
+        "        self.val, self.next = val, next\n"
+        "def build(values):\n    head = None\n    for value in reversed(values):\n"
+        "        head = ListNode(value, head)\n    return head\n"
+        "def to_list(head):\n    out = []\n    while head:\n"
+        "        out.append(head.val)\n        head = head.next\n    return out\n",
+    ),
+    Case(
+        "styles of tests",
+        "a generator and a class with state",
+        "assert list(squares(4)) == [0, 1, 4, 9]\nc = Counter()\nc.add(2)\nc.add(3)\n"
+        "assert c.total == 5\nassert len(c) == 2",
+        "def squares(n):\n    for i in range(n):\n        yield i * i\n"
+        "class Counter:\n    def __init__(self):\n        self.items = []\n"
+        "    def add(self, x):\n        self.items.append(x)\n"
+        "    @property\n    def total(self):\n        return sum(self.items)\n"
+        "    def __len__(self):\n        return len(self.items)\n",
+        1,
+    ),
+]
+CASES += BOUNDARY
+
 
 @pytest.fixture(scope="module")
 def verdicts() -> dict[str, object]:
