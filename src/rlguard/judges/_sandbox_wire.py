@@ -191,7 +191,7 @@ def parse(text):
     """The JSON structure of a frame; anything but one well-formed JSON value is a WireError."""
     try:
         value, end = _scan(text, 0)
-    except (StopIteration, ValueError, RecursionError, MemoryError) as exc:
+    except Exception as exc:  # StopIteration, JSONDecodeError, RecursionError, SystemError...
         raise WireError(f"a frame that is not JSON ({_type_name(_type(exc))})") from None
     if end != _len(text):
         raise WireError("a frame with bytes after its JSON value")
@@ -415,15 +415,17 @@ class Link:
         if name == "getattr" and not self.private and str(args[0] if args else "")[:1] == "_":
             return self.failure(AttributeError("private attributes are not served"))
         try:
-            result = OPERATIONS[name](target, *args, **kwargs)
-        except BaseException as exc:
+            return f'["ok",{encode(OPERATIONS[name](target, *args, **kwargs), self)}]'
+        except BaseException as exc:  # the operation's, or a MemoryError encoding its result
             return self.failure(exc)
-        return f'["ok",{encode(result, self)}]'
 
     def failure(self, exc):
         """["err", builtin class name, args, where]: the nearest built-in exception class."""
         cls = next(c for c in _type(exc).__mro__ if getattr(builtins, c.__name__, None) is c)
-        args = encode(list(exc.args), self)
+        try:
+            args = encode(list(exc.args), self)
+        except MemoryError:
+            args = "[]"
         return f'["err",{_escape(cls.__name__)},{args},{_escape(where(exc))}]'
 
     def error(self, message):
