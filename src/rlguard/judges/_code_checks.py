@@ -63,6 +63,7 @@ class TestPlan:
     setup: str
     unittest_check: int | None = None  # the check the harness's own run of the TestCases sends
     test_functions: tuple[str, ...] = ()  # pytest-style `def test_*():`, called by the harness
+    deterministic: bool = True  # the candidate's functions answer the same call the same way
 
     def payload(self) -> dict[str, object]:
         return {
@@ -71,12 +72,14 @@ class TestPlan:
             "setup": self.setup,
             "unittest_check": self.unittest_check,
             "test_functions": list(self.test_functions),
+            "deterministic": self.deterministic,
         }
 
 
-def plan(tests: str, setup: str = "") -> TestPlan:
+def plan(tests: str, setup: str = "", deterministic: bool = True) -> TestPlan:
     """Raises SyntaxError (or ValueError) for tests that do not compile, UnsupportedTest for an
-    assertion the judge cannot evaluate."""
+    assertion the judge cannot evaluate. `deterministic=False` lets the candidate's module-level
+    functions answer a repeated call differently (a task about randomness)."""
     tree = ast.parse(tests, "unit_tests")
     if not any(_asserts(node) for node in ast.walk(tree)):
         raise UnsupportedTest("they assert nothing, so any program that ends would pass")
@@ -92,7 +95,7 @@ def plan(tests: str, setup: str = "") -> TestPlan:
         text = "unittest: every test of the TestCases ran and passed (a skip is no pass)"
         checks.append(Check(cases[0].lineno, text, UNITTEST_TREE))
     functions = tuple(_test_functions(tree))
-    return TestPlan(code, tuple(checks), shared, setup, unittest_check, functions)
+    return TestPlan(code, tuple(checks), shared, setup, unittest_check, functions, deterministic)
 
 
 UNITTEST_TREE = ("compare", (("leaf",), ("const", 0)), ("==",))  # the problems the run counted

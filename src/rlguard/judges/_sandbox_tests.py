@@ -55,7 +55,7 @@ SERVED = frozenset(
 )
 
 
-def connect(link_fds, tests_ns, shared):
+def connect(link_fds, tests_ns, shared, deterministic):
     """The link to the candidate's sandbox, once its program ran; its names are bound in the
     tests' namespace (see adopt)."""
     read_fd, write_fd = link_fds
@@ -65,7 +65,7 @@ def connect(link_fds, tests_ns, shared):
     while True:
         _, message = link.receive()
         if message[0] == "ready" and _len(message) == 2:
-            adopt(message[1], tests_ns, link)
+            adopt(message[1], tests_ns, link, deterministic)
             return link
         if message[0] == "err":
             raise link.error(message)
@@ -76,11 +76,11 @@ def connect(link_fds, tests_ns, shared):
             link.send(reply)
 
 
-def adopt(names, tests, link):
+def adopt(names, tests, link, deterministic):
     """Give the tests the candidate's top-level names: plain values as copies, modules as the
     tests' own import of them, everything else as a Remote; a function answers the same call
-    the same way each time. Names the tests' namespace already has (setup's) and builtin names
-    keep their meaning."""
+    the same way each time unless the row says its task is not deterministic. Names the tests'
+    namespace already has (setup's) and builtin names keep their meaning."""
     if _type(names) is not dict or list(names) != ["d"] or _type(names["d"]) is not list:
         link.dead = WireError("malformed names")
         raise link.dead
@@ -96,7 +96,7 @@ def adopt(names, tests, link):
             with contextlib.suppress(Exception):
                 tests[name] = _REAL_IMPORT(value["m"], fromlist=["_"])
         elif _type(value) is dict and list(value) == ["h"] and _type(value["h"]) is int:
-            tests[name] = Remote(link, value["h"], pure=True)
+            tests[name] = Remote(link, value["h"], pure=deterministic)
         else:
             tests[name] = link.decoded(Decoder(link), [value])
 
@@ -183,7 +183,7 @@ def run(tests, status_fd):
         unittest = _unittest() if tests["unittest_check"] is not None else None
         if tests["setup"]:
             exec(compile(tests["setup"], "setup", "exec"), ns)
-        link = connect(tests["link"], ns, tests["shared"])
+        link = connect(tests["link"], ns, tests["shared"], tests["deterministic"])
         check = ns["__rlguard_check__"] = checker(status_fd)
         exec(marshal.loads(bytes.fromhex(tests["code"])), ns)
         for name in tests["test_functions"]:

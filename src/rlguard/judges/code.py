@@ -6,6 +6,9 @@ limit is not a solution. The candidate's program is the setup's imports, functio
 (metadata "setup", optional), then the code; metadata "unit_tests" (CGPO's `assert f(1) == 2`
 lines, or any Python: pytest-style `def test_*():` functions and unittest TestCases, both run by
 the harness after the tests, stdin/stdout fed through io.StringIO) runs after the whole setup.
+A module-level function of the candidate's must answer the same call the same way each time
+(a call counter cannot answer a repeated assertion two ways), unless metadata "deterministic" is
+false (a task about randomness).
 
 The tests and the candidate never share a process: the program runs in one sandbox and answers
 calls, the setup and tests in another (its own uid), reaching the candidate's names through a
@@ -64,6 +67,7 @@ class Program:
     parts: tuple[tuple[str, str], ...]  # (name, text), in order: setup, code
     tests: str
     setup: str = ""  # the row's whole setup, which the tests run (the candidate gets a part)
+    deterministic: bool = True
 
     @property
     def source(self) -> str:
@@ -71,8 +75,8 @@ class Program:
 
     @property
     def key(self) -> str:
-        """What decides the verdict: the program, the setup and the tests."""
-        return f"{self.source}\0{self.setup}\0{self.tests}"
+        """What decides the verdict: the program, the setup, the tests and their options."""
+        return f"{self.source}\0{self.setup}\0{self.tests}\0{self.deterministic}"
 
     def locate(self, file: str, line: int) -> str:
         """'code line 2: return a / 0' for a line of the program (or of the unit tests)."""
@@ -131,8 +135,11 @@ class CodeJudge(Judge):
     def check(self, prompt: str, completion: str, metadata: Metadata) -> Verdict:
         tests = str(require(metadata, "unit_tests"))
         setup = str(metadata.get("setup") or "")
+        deterministic = metadata.get("deterministic", True)
+        if type(deterministic) is not bool:
+            return failed(f"metadata deterministic must be true or false, not {deterministic!r}")
         try:  # the dataset's text, not the policy's
-            test_plan = checks.plan(tests, setup)
+            test_plan = checks.plan(tests, setup, deterministic)
         except checks.UnsupportedTest as exc:
             return failed(f"unit_tests are not supported: {exc}")
         except (SyntaxError, ValueError) as exc:
@@ -142,7 +149,7 @@ class CodeJudge(Judge):
             return violated("no code block")
         shared = checks.candidate_setup(setup)
         parts = (("setup", shared),) if shared else ()
-        program = Program((*parts, ("code", code.rstrip("\n"))), tests, setup)
+        program = Program((*parts, ("code", code.rstrip("\n"))), tests, setup, deterministic)
         with self._lock:
             if (known := self._verdicts.get(program.key)) is not None:
                 self._verdicts.move_to_end(program.key)

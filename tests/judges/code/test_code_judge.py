@@ -174,3 +174,20 @@ def test_tests_use_their_own_fresh_copies_of_common_modules(judge):
         "assert string.digits[add(1, 2)] == '3'\n"
     )
     assert one(judge, GOOD, {"unit_tests": tests}).value == 1
+
+
+RANDOM_TESTS = (
+    "rolls = {roll() for _ in range(50)}\nassert rolls <= {1, 2, 3, 4, 5, 6}\nassert len(rolls) > 1"
+)
+ROLL = fenced("import random\ndef roll():\n    return random.randint(1, 6)")
+
+
+def test_a_function_must_answer_the_same_call_the_same_way(judge):
+    verdict = one(judge, ROLL, {"unit_tests": RANDOM_TESTS})
+    assert verdict.value == 0 and "answered two ways" in verdict.reason
+
+
+def test_a_task_about_randomness_says_so(judge):
+    assert one(judge, ROLL, {"unit_tests": RANDOM_TESTS, "deterministic": False}).value == 1
+    verdict = one(judge, ROLL, {"unit_tests": RANDOM_TESTS, "deterministic": "no"})
+    assert verdict.value == -1 and "deterministic" in verdict.reason
