@@ -7,6 +7,7 @@ command line, bad input is one line on stderr, `error: ...`, and exit code 2.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -55,7 +56,7 @@ def api(request, tmp_path_factory) -> Iterator[dict[str, Any]]:
         tmp_path_factory.mktemp("bad_input"),
         unused_port(),
         db,
-        ["--gpus", str(CLUSTER_GPUS), "--grace-s", "5"],
+        ["--gpus", str(CLUSTER_GPUS), "--grace-s", "5", "--log-format", "json"],
     )
     clients: list[httpx.Client] = []
     try:
@@ -424,7 +425,17 @@ def test_cli_bad_input_without_a_server_is_one_line_and_exit_2(tmp_path: Path):
     _one_error_line(
         _cli("serve", "--policy-args", "[1]", "--data-dir", str(tmp_path)), "--policy-args", "[1]"
     )
+    _one_error_line(
+        _cli("serve", "--log-format", "xml", "--data-dir", str(tmp_path)), "--log-format", "'xml'"
+    )
     assert not (tmp_path / "ray_head.json").exists() and not any(tmp_path.iterdir())
+
+
+def test_the_server_logs_json_lines_when_asked(api):
+    lines = api["server"].log.read_text().splitlines()
+    serving = [json.loads(line) for line in lines if '"serving on' in line]
+    assert len(serving) == 1 and serving[0]["logger"] == "rlguard.platform"
+    assert serving[0]["level"] == "INFO" and serving[0]["message"].startswith("serving on http")
 
 
 def test_cli_refusals_against_the_server_are_one_line_and_exit_2(api):

@@ -107,6 +107,9 @@ def serve(
     max_file_mb: Annotated[
         int, typer.Option(min=1, help="MiB a fine-tuning file may hold (POST /v1/files)")
     ] = 512,
+    log_format: Annotated[
+        str, typer.Option(help="the server's log: text, or json (one object per line)")
+    ] = "text",
 ) -> None:
     """Run the platform: HTTP API, scheduler and Ray executor (Ctrl-C stops it gracefully)."""
     from rlguard.cluster.registry import BASES, RuleParams
@@ -114,6 +117,9 @@ def serve(
     from rlguard.platform.mounts import check_mounts, parse_mount
 
     names(policy, list(BASES), "--policy", allow_many=False)
+    from rlguard.platform.log_format import FORMATS
+
+    names(log_format, list(FORMATS), "--log-format", allow_many=False)
     args = parse_policy_args(policy_args)
     if gpus < 1:
         raise InputError(f"option --gpus: must be >= 1 (got {gpus})")
@@ -174,5 +180,6 @@ def serve(
         ),
         writes=WriteLimits(job_store_mb, job_reports_per_s, job_reports_burst),
         software=software,
+        log_format=log_format,
     )
     run_server(cfg)

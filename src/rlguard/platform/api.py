@@ -41,6 +41,7 @@ from rlguard.platform.ingest import EvalIngest
 from rlguard.platform.job_writes import RateLimited, StoreFull
 from rlguard.platform.jobspec import input_error_field
 from rlguard.platform.keys import digest
+from rlguard.platform.metrics import registry as metrics_registry
 from rlguard.platform.runlogs import read_log
 from rlguard.platform.schemas import (
     CheckpointReport,
@@ -175,6 +176,7 @@ def _job_views(
 
 def create_app(platform: Platform, ingest: EvalIngest, deposits: Deposits) -> FastAPI:
     from rlguard.platform.api_artifacts import router as artifact_routes  # it imports this module
+    from rlguard.platform.api_metrics import router as metrics_routes
     from rlguard.platform.api_workdirs import PATH as WORKDIRS
     from rlguard.platform.api_workdirs import router as workdir_routes
     from rlguard.platform.api_workdirs import upload_limit
@@ -187,6 +189,8 @@ def create_app(platform: Platform, ingest: EvalIngest, deposits: Deposits) -> Fa
 
     app = FastAPI(title="rlguard platform", version="1", docs_url=None, redoc_url=None)
     app.state.platform, app.state.deposits = platform, deposits
+    app.state.metrics = metrics_registry(platform, ingest.counts)
+    app.include_router(metrics_routes, dependencies=[Depends(needs("admin"))])
     app.include_router(artifact_routes)
     app.include_router(workdir_routes)
     app.include_router(file_routes)

@@ -21,6 +21,7 @@ from rlguard.platform import states
 from rlguard.platform.artifacts import ArtifactStore
 from rlguard.platform.db import Checkpoint, DecisionRecord, Event, Job, Run
 from rlguard.platform.jobhome import ROOT_ENV, remove_job_files
+from rlguard.platform.log_format import about
 from rlguard.platform.service import Conflict, NotFound, Platform
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,7 @@ def delete_job(platform: Platform, store: ArtifactStore, job_id: str) -> list[di
             job_id,
             ROOT_ENV,
             default_root,
+            extra=about(job_id=job_id),
         )
     with platform.lock, platform.store.transaction() as s:
         for table in (DecisionRecord, Checkpoint, Event, Run):

@@ -54,6 +54,7 @@ from rlguard.platform.jobhome import (
     volume_base,
 )
 from rlguard.platform.joblimits import Cgroup, DiskWatch, tree_over
+from rlguard.platform.log_format import about
 from rlguard.platform.ray_head import NAMESPACE
 from rlguard.platform.raystate import DEAD, actor_name, alive_nodes, pending, run_fate
 from rlguard.platform.rundir import RunDir, sweep
@@ -546,13 +547,24 @@ class RayExecutor:
             try:
                 out.append((handle, ray.get(ref)))
             except ray.exceptions.RayTaskError as e:  # it ran and raised: no use asking again
-                log.warning("run %s: %s failed: %s", handle.run_id, method, e.cause)
+                log.warning(
+                    "run %s: %s failed: %s",
+                    handle.run_id,
+                    method,
+                    e.cause,
+                    extra=about(run_id=handle.run_id),
+                )
                 out.append((handle, None))
             except ray.exceptions.RayError as e:
                 if run_fate(handle.run_id, handle.node_id) == DEAD:
                     out.append((handle, None))
                     continue
-                log.warning("run %s: %s; asking again", handle.run_id, type(e).__name__)
+                log.warning(
+                    "run %s: %s; asking again",
+                    handle.run_id,
+                    type(e).__name__,
+                    extra=about(run_id=handle.run_id),
+                )
                 setattr(handle, call, None)
                 handle.retry_at[method] = now + RETRY_S
         return out
@@ -562,7 +574,12 @@ class RayExecutor:
         try:
             return ray.get(handle.actor.log_tail.remote(max_bytes), timeout=LOG_TIMEOUT_S)
         except (ray.exceptions.RayError, TimeoutError) as e:
-            log.warning("run %s: its log tail: %s", handle.run_id, type(e).__name__)
+            log.warning(
+                "run %s: its log tail: %s",
+                handle.run_id,
+                type(e).__name__,
+                extra=about(run_id=handle.run_id),
+            )
             return None
 
     def checkpoint_name(self, handle: RunHandle, reported: str) -> str:

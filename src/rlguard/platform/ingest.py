@@ -13,22 +13,25 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from concurrent.futures import Future
 from typing import Any
 
 from rlguard.platform.artifacts import StoredCheckpoint
+from rlguard.platform.metrics import EvalCounts
 from rlguard.platform.reports import Reports
 from rlguard.platform.schemas import EvalReport
 
 log = logging.getLogger(__name__)
 MAX_BATCH = 256
-Item = tuple[str, str, EvalReport, StoredCheckpoint | None, Future]
+Item = tuple[str, str, EvalReport, StoredCheckpoint | None, Future, float]
 
 
 class EvalIngest(threading.Thread):
     def __init__(self, reports: Reports) -> None:
         super().__init__(name="rlguard-ingest", daemon=True)
         self.reports = reports
+        self.counts = EvalCounts()  # for GET /metrics
         self._queue: queue.SimpleQueue[Item | None] = queue.SimpleQueue()
 
     def submit(
@@ -37,7 +40,7 @@ class EvalIngest(threading.Thread):
         """A future of the job's answer (or of its refusal, raised); `stored`: the eval's
         checkpoint, already in the artifact store."""
         future: Future[dict[str, Any]] = Future()
-        self._queue.put((job_id, token, report, stored, future))
+        self._queue.put((job_id, token, report, stored, future, time.monotonic()))
         return future
 
     def stop(self) -> None:
@@ -66,10 +69,13 @@ class EvalIngest(threading.Thread):
             answers = self.reports.evals([item[:4] for item in batch])
         except Exception as error:  # the batch did not commit: nothing of it was stored
             log.exception("an eval batch failed")
-            for *_, future in batch:
+            self.counts.failed(len(batch))
+            for *_, future, _arrived in batch:
                 future.set_exception(error)
             return
-        for (*_, future), answer in zip(batch, answers, strict=True):
+        answered = time.monotonic()
+        for (*_, future, arrived), answer in zip(batch, answers, strict=True):
+            self.counts.answered(answer, answered - arrived)
             if isinstance(answer, Exception):
                 future.set_exception(answer)
             else:

@@ -19,6 +19,7 @@ import logging
 import ray
 from ray._private import state as gcs
 
+from rlguard.platform.log_format import about
 from rlguard.platform.ray_head import NAMESPACE
 
 log = logging.getLogger(__name__)
@@ -46,7 +47,7 @@ def run_fate(run_id: str, node_id: str | None) -> str:
     except ValueError:  # no actor of that name: Ray released it, dead for good
         return DEAD
     except Exception as e:  # the GCS itself did not answer: no word on the run
-        log.warning("could not ask Ray about run %s: %s", run_id, e)
+        log.warning("could not ask Ray about run %s: %s", run_id, e, extra=about(run_id=run_id))
         return UNKNOWN
     return ALIVE
 

@@ -22,6 +22,7 @@ import os
 from typing import TYPE_CHECKING
 
 from rlguard.platform.artifacts import ArtifactStore
+from rlguard.platform.log_format import about
 
 if TYPE_CHECKING:
     from rlguard.platform.service import Platform
@@ -103,6 +104,12 @@ def read_log(
     try:
         stored = platform.artifacts.get(log_key(tenant_id, job_id, attempt), LOG_MAX_BYTES)
     except Exception as e:  # the store away: say so in the server's log, answer what we have
-        log.warning("log of %s attempt %d: the store did not answer: %s", job_id, attempt, e)
+        log.warning(
+            "log of %s attempt %d: the store did not answer: %s",
+            job_id,
+            attempt,
+            e,
+            extra=about(job_id=job_id),
+        )
         return ""
     return "" if stored is None else as_text(stored)

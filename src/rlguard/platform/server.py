@@ -31,6 +31,7 @@ from rlguard.platform.ingest import EvalIngest
 from rlguard.platform.job_writes import JobWrites, WriteLimits
 from rlguard.platform.jobenv import Software
 from rlguard.platform.jobview import Defaults, JobViews
+from rlguard.platform.log_format import configure_logging
 from rlguard.platform.loop import SchedulerLoop
 from rlguard.platform.mounts import Mount
 from rlguard.platform.ray_head import local_head, stop_local_head, temp_dir
@@ -69,6 +70,7 @@ class ServeConfig:
     uploads: UploadLimits = field(default_factory=UploadLimits)  # per checkpoint and job
     writes: WriteLimits = field(default_factory=WriteLimits)  # each job's reports: rate, bytes
     software: Software = field(default_factory=Software)  # what tenants ship (jobenv.py)
+    log_format: str = "text"  # or json: one object per line (log_format.py)
 
     @property
     def storage_uri(self) -> str:
@@ -141,7 +143,7 @@ def stop_platform(
 
 
 def serve(cfg: ServeConfig) -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    configure_logging(cfg.log_format)
     platform, loop, ingest, deposits = start_platform(cfg)
     app = create_app(platform, ingest, deposits)
     # What the server has built so far (Ray, torch, SQLAlchemy, the app) lives as long as it
@@ -149,7 +151,9 @@ def serve(cfg: ServeConfig) -> None:
     # load (benchmarks/bench_platform.py, 16 reporters): 8 full collections in 10 s, each
     # stalling every request for 107-140 ms, made the p99 of eval reports 116 ms instead of 14.
     gc.freeze()
-    server = uvicorn.Server(uvicorn.Config(app, host=cfg.host, port=cfg.port, log_level="warning"))
+    own_logs = {"log_config": None} if cfg.log_format == "json" else {}  # uvicorn's lines too
+    config = uvicorn.Config(app, host=cfg.host, port=cfg.port, log_level="warning", **own_logs)
+    server = uvicorn.Server(config)
     log.info(
         "serving on %s (policy %s; jobs sandboxed: %s; artifacts in %s)",
         cfg.url,

@@ -34,6 +34,7 @@ from rlguard.platform.jobhome import JobHome
 from rlguard.platform.jobview import JobViews
 from rlguard.platform.keys import JOB_TOKEN_PREFIX, digest, new_id, new_secret
 from rlguard.platform.live_table import LiveTable
+from rlguard.platform.log_format import about
 from rlguard.platform.outcome import measured, no_eval_note
 from rlguard.platform.rules import JobRule, StopRules, decision_row, stop_event_data
 from rlguard.platform.runlogs import log_key, read_log
@@ -523,7 +524,7 @@ class Platform:
                 python,
             )
         except Exception:  # Ray refused the actor: the run is lost, as if it had died at once
-            log.exception("launching %s failed", run.id)
+            log.exception("launching %s failed", run.id, extra=about(job_id, run.id))
             self.run_ended(job_id, None)
 
     @staticmethod
@@ -584,7 +585,12 @@ class Platform:
             if handle is None or handle.running or now - handle.launched_at < PLACE_TIMEOUT_S:
                 continue
             if self.executor.unplaced(handle):
-                log.warning("run %s not placed by Ray in %.0f s", active.run_id, PLACE_TIMEOUT_S)
+                log.warning(
+                    "run %s not placed by Ray in %.0f s",
+                    active.run_id,
+                    PLACE_TIMEOUT_S,
+                    extra=about(active.job_id, active.run_id),
+                )
                 active.held_until = now + PLACE_BACKOFF_S
                 self.run_ended(active.job_id, None, placed=False)
 
