@@ -30,8 +30,7 @@ def namespace():
 def _forward_out(link, message):
     """The candidate's stdout, written where the tests' stdout is now (maybe their StringIO)."""
     if _len(message) != 2 or _type(message[1]) is not str:
-        link.dead = WireError("malformed output")
-        raise link.dead
+        raise link.broken("malformed output")
     sys.stdout.write(message[1])
 
 
@@ -39,8 +38,7 @@ def _forward_in(link, message):
     """A read of the candidate's stdin, from the tests' stdin (maybe their StringIO)."""
     how = message[1] if _len(message) == 3 else None
     if how not in ("read", "readline") or _type(message[2]) is not int:
-        link.dead = WireError("a malformed stdin request")
-        raise link.dead
+        raise link.broken("a malformed stdin request")
     try:
         text = getattr(sys.stdin, how)(message[2])
     except Exception as exc:
@@ -70,8 +68,7 @@ def connect(link_fds, tests_ns, shared, deterministic):
         if message[0] == "err":
             raise link.error(message)
         if message[0] not in local:
-            link.dead = WireError(f"{message[0][:20]!r} before the program was ready")
-            raise link.dead
+            raise link.broken(f"{message[0][:20]!r} before the program was ready")
         if (reply := link.serve(message)) is not None:
             link.send(reply)
 
@@ -82,13 +79,11 @@ def adopt(names, tests, link, deterministic):
     the same way each time unless the row says its task is not deterministic. Names the tests'
     namespace already has (setup's) and builtin names keep their meaning."""
     if _type(names) is not dict or list(names) != ["d"] or _type(names["d"]) is not list:
-        link.dead = WireError("malformed names")
-        raise link.dead
+        raise link.broken("malformed names")
     builtin_names = tests["__builtins__"]
     for pair in names["d"]:
         if _type(pair) is not list or _len(pair) != 2 or _type(pair[0]) is not str:
-            link.dead = WireError("a malformed name")
-            raise link.dead
+            raise link.broken("a malformed name")
         name, value = pair
         if name.startswith("__") or name in tests or name in builtin_names:
             continue

@@ -355,6 +355,11 @@ class Link:
             self.dead = exc
             raise
 
+    def broken(self, why):
+        """Ends the link: the WireError to raise, which every later use raises again."""
+        self.dead = WireError(why)
+        return self.dead
+
     def check(self):
         if self.dead is not None:
             raise WireError(*self.dead.args)
@@ -403,15 +408,13 @@ class Link:
         if kind in self.local:
             return self.local[kind](self, message)
         if kind != "op" or _len(message) != 5 or message[1] not in self.served:
-            self.dead = WireError(f"a request this side does not serve: {str(message)[:80]}")
-            raise self.dead
+            raise self.broken(f"a request this side does not serve: {str(message)[:80]}")
         _, name, target, args, kwargs = message
         decoder = Decoder(self)
         target = self.decoded(decoder, [{"y": target}])
         args, kwargs = self.decoded(decoder, [args]), self.decoded(decoder, [kwargs])
         if _type(args) is not list or _type(kwargs) is not dict:
-            self.dead = WireError("malformed call arguments")
-            raise self.dead
+            raise self.broken("malformed call arguments")
         if name == "getattr" and not self.private and str(args[0] if args else "")[:1] == "_":
             return self.failure(AttributeError("private attributes are not served"))
         try:
@@ -431,8 +434,7 @@ class Link:
     def error(self, message):
         """The other side's exception, raised here as the built-in class it names."""
         if _len(message) != 4 or _type(message[1]) is not str or _type(message[3]) is not str:
-            self.dead = WireError("a malformed error")
-            raise self.dead
+            raise self.broken("a malformed error")
         cls = getattr(builtins, message[1], None)
         if not (_type(cls) is type and issubclass(cls, BaseException)):
             cls = Exception
@@ -496,8 +498,7 @@ class Remote:
         if answers is not None and not remotes:
             first = answers.setdefault(arguments, (value, answer))
             if first[1] != answer and first[0] != value:
-                self._link.dead = WireError("the same call was answered two ways")
-                raise self._link.dead
+                raise self._link.broken("the same call was answered two ways")
         return value
 
     def __getattr__(self, name):
