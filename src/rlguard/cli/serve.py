@@ -110,6 +110,13 @@ def serve(
     log_format: Annotated[
         str, typer.Option(help="the server's log: text, or json (one object per line)")
     ] = "text",
+    public_url: Annotated[
+        str | None,
+        typer.Option(
+            help="where jobs reach the platform: the load balancer in front of several "
+            "servers [default: this server's own URL]"
+        ),
+    ] = None,
 ) -> None:
     """Run the platform: HTTP API, scheduler and Ray executor (Ctrl-C stops it gracefully)."""
     from rlguard.cluster.registry import BASES, RuleParams
@@ -121,6 +128,8 @@ def serve(
 
     names(log_format, list(FORMATS), "--log-format", allow_many=False)
     args = parse_policy_args(policy_args)
+    if public_url is not None and not public_url.startswith(("http://", "https://")):
+        raise InputError(f"option --public-url: not an http:// or https:// URL ({public_url!r})")
     if gpus < 1:
         raise InputError(f"option --gpus: must be >= 1 (got {gpus})")
     params = validated(RuleParams, k=k, min_delta=min_delta, warmup=warmup)
@@ -181,5 +190,6 @@ def serve(
         writes=WriteLimits(job_store_mb, job_reports_per_s, job_reports_burst),
         software=software,
         log_format=log_format,
+        public_url=public_url.rstrip("/") if public_url else None,
     )
     run_server(cfg)

@@ -104,6 +104,20 @@ class Run(Base):
     end_reason: Mapped[str | None] = mapped_column(String(40), nullable=True)
     exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
     pid: Mapped[int | None] = mapped_column(Integer, nullable=True)  # the job's process group
+    epoch: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")  # its leader's
+
+
+class ControlLease(Base):
+    """The one row saying which server leads a store shared by several (lease.py); its epoch is
+    the key, so taking the lease conflicts with every transaction the leader has in flight."""
+
+    __tablename__ = "control_lease"
+
+    epoch: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    holder: Mapped[str] = mapped_column(String(200))
+    url: Mapped[str] = mapped_column(String(300))  # where the others forward requests
+    expires_at: Mapped[float] = mapped_column(Float)  # by the database's clock
+    acquired_at: Mapped[float] = mapped_column(Float)
 
 
 class Event(Base):

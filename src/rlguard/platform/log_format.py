@@ -23,6 +23,7 @@ def configure_logging(log_format: str) -> None:
     else:
         handler.setFormatter(logging.Formatter(TEXT))
     logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request a standby forwards
 
 
 def about(job_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:

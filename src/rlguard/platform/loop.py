@@ -110,6 +110,7 @@ class SchedulerLoop(threading.Thread):
             if self._next_round is not None and now >= self._next_round:
                 round_due, self._next_round = True, now + self._tick
             try:
+                platform.store.confirm_lead()
                 with platform.lock:
                     if now >= self._next_capacity:
                         platform.refresh_capacity()

@@ -1,5 +1,8 @@
 """`rlguard serve`: the store, Ray, the scheduling loop and the HTTP API in one process.
 
+On a PostgreSQL store several servers may run: the one holding the control lease (lease.py)
+leads as described below, the others forward requests to it (forward.py) until they take over.
+
 Start: open (and migrate) the store, connect to Ray (the given address, or this data directory's
 local head, started if needed), rebuild memory from the store and reconcile with Ray, start the
 scheduling loop, serve HTTP. A graceful stop (SIGINT/SIGTERM) preempts the running jobs
@@ -13,6 +16,7 @@ import gc
 import json
 import logging
 import os
+import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,16 +25,19 @@ from typing import Any
 import uvicorn
 
 from rlguard.cluster.registry import RuleParams, build_policy
+from rlguard.errors import InputError
 from rlguard.platform import states
 from rlguard.platform.api import create_app
 from rlguard.platform.artifacts import ArtifactStore, default_uri
 from rlguard.platform.deposits import Deposits
 from rlguard.platform.executor import RayExecutor
 from rlguard.platform.finetune.base_models import RegisteredModel
+from rlguard.platform.forward import Forward, Switch
 from rlguard.platform.ingest import EvalIngest
 from rlguard.platform.job_writes import JobWrites, WriteLimits
 from rlguard.platform.jobenv import Software
 from rlguard.platform.jobview import Defaults, JobViews
+from rlguard.platform.lease import RENEW_S, TTL_S, Lease, LeaseKeeper
 from rlguard.platform.log_format import configure_logging
 from rlguard.platform.loop import SchedulerLoop
 from rlguard.platform.mounts import Mount
@@ -38,7 +45,7 @@ from rlguard.platform.ray_head import local_head, stop_local_head, temp_dir
 from rlguard.platform.recovery import recover
 from rlguard.platform.reports import Reports
 from rlguard.platform.rules import StopRules
-from rlguard.platform.servers import recorded
+from rlguard.platform.servers import hidden, recorded
 from rlguard.platform.service import Platform
 from rlguard.platform.store import Store, default_url
 from rlguard.platform.uploader import UploadLimits
@@ -71,6 +78,7 @@ class ServeConfig:
     writes: WriteLimits = field(default_factory=WriteLimits)  # each job's reports: rate, bytes
     software: Software = field(default_factory=Software)  # what tenants ship (jobenv.py)
     log_format: str = "text"  # or json: one object per line (log_format.py)
+    public_url: str | None = None  # where jobs reach the platform: a load balancer's [url]
 
     @property
     def storage_uri(self) -> str:
@@ -80,28 +88,38 @@ class ServeConfig:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
+    @property
+    def jobs_url(self) -> str:
+        return self.public_url or self.url
 
-def start_platform(cfg: ServeConfig) -> tuple[Platform, SchedulerLoop, EvalIngest, Deposits]:
-    """Everything but the HTTP server: what tests and the demo also start in-process."""
-    artifacts = ArtifactStore(cfg.storage_uri)  # `rlguard serve` checked that it can use it
-    policy = build_policy(cfg.policy, cfg.policy_args)
-    rules = StopRules(policy, cfg.stop_rule, cfg.rule_params, cfg.stop_kinds)
+
+def open_store(cfg: ServeConfig) -> Store:
     cfg.data_dir.mkdir(parents=True, exist_ok=True)
     if not cfg.single_tenant:
         cfg.data_dir.chmod(0o700)  # the store, other jobs' files and Ray's token: root's alone
-    store = Store(cfg.db or default_url(cfg.data_dir))
+    return Store(cfg.db or default_url(cfg.data_dir))
+
+
+def start_platform(
+    cfg: ServeConfig, store: Store
+) -> tuple[Platform, SchedulerLoop, EvalIngest, Deposits]:
+    """Everything but the HTTP server, on `store` (fenced by this server's lease, if shared)."""
+    artifacts = ArtifactStore(cfg.storage_uri)  # `rlguard serve` checked that it can use it
+    policy = build_policy(cfg.policy, cfg.policy_args)
+    rules = StopRules(policy, cfg.stop_rule, cfg.rule_params, cfg.stop_kinds)
     if cfg.address is None:
         address = local_head(cfg.data_dir, cfg.gpus, max(os.cpu_count() or 1, cfg.gpus))
         executor = RayExecutor(address, temp_dir(cfg.data_dir))
     else:
         executor = RayExecutor(cfg.address)
-    views = JobViews(not cfg.single_tenant, cfg.data_dir, list(cfg.mounts), cfg.url, cfg.limits)
+    jobs_url = cfg.jobs_url
+    views = JobViews(not cfg.single_tenant, cfg.data_dir, list(cfg.mounts), jobs_url, cfg.limits)
     platform = Platform(
         store,
         executor,
         rules,
         cfg.data_dir,
-        cfg.url,
+        jobs_url,
         views,
         cfg.grace_s,
         cfg.storage_uri,
@@ -136,33 +154,113 @@ def stop_platform(
         time.sleep(0.2)
     ingest.stop()
     platform.executor.shutdown()
-    platform.store.close()
     if cfg.address is None:
         stop_local_head(cfg.data_dir)
         unmount(cfg.data_dir)  # its jobs' volumes (volume.py): the node's runs are over
 
 
+def deposed(why: str) -> None:
+    """The lease is another server's: exit at once, leaving the jobs running for the new
+    leader (a graceful stop would preempt them), as Kubernetes' controllers exit on losing it."""
+    log.critical("this server no longer leads (%s): exiting; the leading server has its jobs", why)
+    logging.shutdown()
+    os._exit(1)
+
+
+class Leadership:
+    """This server's role: it leads (the platform started, behind `switch`) or stands by,
+    forwarding to the leader, until the lease is its own. A store on SQLite has one server."""
+
+    def __init__(self, cfg: ServeConfig, store: Store) -> None:
+        self.cfg, self.store = cfg, store
+        self.started: tuple[Platform, SchedulerLoop, EvalIngest, Deposits] | None = None
+        self.lease: Lease | None = None
+        self.keeper: LeaseKeeper | None = None
+        if store.shared:
+            holder = f"{socket.gethostname()}:{cfg.port} pid {os.getpid()}"
+            self.lease = Lease(store.engine, holder, cfg.url, deposed)
+            self.keeper = LeaseKeeper(self.lease, self.lead)
+        self.switch = Switch(Forward(self.leader_url), self.health)
+
+    def begin(self) -> None:
+        """Lead at once if the store is this server's alone or its lease is free; else stand by
+        (with a Ray cluster to share) or wait for a killed predecessor's lease to expire."""
+        if self.lease is None:
+            self.lead()
+            return
+        deadline = time.monotonic() + TTL_S + 2 * RENEW_S
+        while not self.lease.try_acquire():
+            if self.cfg.address is not None:
+                log.info("standing by: another server leads; requests are forwarded to it")
+                self.keeper.start()
+                return
+            if time.monotonic() > deadline:
+                raise InputError(
+                    f"another server leads the store {hidden(self.store.url)}: a standby server "
+                    "needs --address, the Ray cluster the leading server runs its jobs on"
+                )
+            time.sleep(RENEW_S)
+        self.keeper.start()
+        self.lead()
+
+    def lead(self) -> None:
+        """Start the platform on the store, fenced by the lease, and answer the API with it."""
+        if self.lease is not None:
+            self.store.fence, self.store.epoch = self.lease.fence, self.lease.epoch
+        started = start_platform(self.cfg, self.store)
+        platform, _, ingest, deposits = started
+        self.switch.app = create_app(platform, ingest, deposits)
+        self.started = started  # healthy as the leader once its API answers
+        # What the server has built so far (Ray, torch, SQLAlchemy, the app) lives as long as
+        # it does: out of the collector's sight, a full collection no longer walks it. Measured
+        # under load (benchmarks/bench_platform.py, 16 reporters): 8 full collections in 10 s,
+        # each stalling every request for 107-140 ms, made the p99 of eval reports 116 ms
+        # instead of 14.
+        gc.freeze()
+        log.info("leading (epoch %s)", self.store.epoch)
+
+    def leader_url(self) -> str | None:
+        """Where a standby forwards: None while this server takes over, or no server leads."""
+        if self.keeper is None or self.lease.epoch is not None or self.keeper.leader is None:
+            return None
+        return self.keeper.leader[1]
+
+    def health(self) -> dict[str, Any]:
+        role = "leader" if self.started else "standby"
+        if self.started is None and self.lease is not None and self.lease.epoch is not None:
+            role = "starting"
+        return {"role": role, "epoch": self.store.epoch}
+
+    def end(self) -> None:
+        """A graceful stop: the leader preempts its jobs, then lets the lease go at once."""
+        if self.keeper is not None:
+            self.keeper.stop()
+        if self.started is not None:
+            platform, loop, ingest, _ = self.started
+            stop_platform(platform, loop, ingest, self.cfg)
+        if self.lease is not None:
+            self.lease.release()
+        self.store.close()
+
+
 def serve(cfg: ServeConfig) -> None:
     configure_logging(cfg.log_format)
-    platform, loop, ingest, deposits = start_platform(cfg)
-    app = create_app(platform, ingest, deposits)
-    # What the server has built so far (Ray, torch, SQLAlchemy, the app) lives as long as it
-    # does: out of the collector's sight, a full collection no longer walks it. Measured under
-    # load (benchmarks/bench_platform.py, 16 reporters): 8 full collections in 10 s, each
-    # stalling every request for 107-140 ms, made the p99 of eval reports 116 ms instead of 14.
-    gc.freeze()
+    leadership = Leadership(cfg, open_store(cfg))
+    leadership.begin()
     own_logs = {"log_config": None} if cfg.log_format == "json" else {}  # uvicorn's lines too
-    config = uvicorn.Config(app, host=cfg.host, port=cfg.port, log_level="warning", **own_logs)
+    config = uvicorn.Config(
+        leadership.switch, host=cfg.host, port=cfg.port, log_level="warning", **own_logs
+    )
     server = uvicorn.Server(config)
     log.info(
         "serving on %s (policy %s; jobs sandboxed: %s; artifacts in %s)",
         cfg.url,
-        platform.rules.scheduler.name,
-        platform.views.label,
+        cfg.policy,
+        "no" if cfg.single_tenant else "yes",
         cfg.storage_uri,
     )
     try:
-        with recorded(cfg.port, cfg.data_dir, platform.store.url):
+        with recorded(cfg.port, cfg.data_dir, leadership.store.url):
             server.run()
     finally:
-        stop_platform(platform, loop, ingest, cfg)
+        leadership.end()

@@ -48,16 +48,16 @@ class Running:
 
     def store(self) -> str:
         """Where its store is, in words (a URL's password hidden)."""
-        return f"in {self.data_dir}" if self.db.startswith(SQLITE) else f"at {_hidden(self.db)}"
+        return f"in {self.data_dir}" if self.db.startswith(SQLITE) else f"at {hidden(self.db)}"
 
     def option(self) -> str:
         """What an operator's command is to be passed to use its store."""
         if self.db.startswith(SQLITE):
             return f"--data-dir {self.data_dir} (or set {DATA_DIR_ENV})"
-        return f"--db {_hidden(self.db)}"
+        return f"--db {hidden(self.db)}"
 
 
-def _hidden(url: str) -> str:
+def hidden(url: str) -> str:
     from sqlalchemy.engine import make_url
 
     return make_url(url).render_as_string(hide_password=True)

@@ -465,6 +465,7 @@ class Platform:
                 attempt=attempt,
                 status="running",
                 started_at=time.time(),
+                epoch=self.store.epoch,
             )
             s.add(run)
             if job.uid is None:  # one uid per job, for all its attempts; never reused

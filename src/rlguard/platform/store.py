@@ -6,19 +6,25 @@ acknowledged submission, event or decision survives a crash of the server.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib.resources import files
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import Session, sessionmaker
 
 from rlguard.errors import InputError
+
+IDLE_IN_TRANSACTION_MS = 10_000
+"""PostgreSQL ends a session left inside a transaction this long, and its locks with it: a server
+that froze or was cut off mid-transaction cannot hold up the standby's takeover (lease.py)."""
+
+MIGRATION_LOCK = 0x726C6775  # "rlgu": servers starting together on one store migrate in turn
 
 
 def default_url(data_dir: Path) -> str:
@@ -49,7 +55,14 @@ def open_engine(url: str) -> Engine:
     if parsed.get_backend_name() == "postgresql":
         if parsed.drivername == "postgresql":
             parsed = parsed.set(drivername="postgresql+psycopg")
-        return create_engine(parsed, pool_size=10, max_overflow=20, pool_pre_ping=True)
+        options = f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}"
+        return create_engine(
+            parsed,
+            pool_size=10,
+            max_overflow=20,
+            pool_pre_ping=True,
+            connect_args={"options": options},
+        )
     raise InputError(f"option --db: use sqlite:/// or postgresql:// (got {url!r})")
 
 
@@ -64,6 +77,8 @@ def alembic_config(connection: Connection) -> Config:
 def migrate(engine: Engine, revision: str = "head") -> None:
     """Bring the schema to `revision`, the newest by default (a no-op when it is there already)."""
     with engine.begin() as connection:
+        if connection.dialect.name == "postgresql":
+            connection.execute(text(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})"))
         command.upgrade(alembic_config(connection), revision)
 
 
@@ -73,12 +88,29 @@ class Store:
         self.engine = open_engine(url)
         migrate(self.engine)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self.fence: Callable[[Session], None] | None = None  # a leader's lease (lease.py)
+        self.epoch = 0  # that lease's epoch, recorded on the runs this server launches
+
+    @property
+    def shared(self) -> bool:
+        """Whether several servers may use this store (PostgreSQL: one leads by lease)."""
+        return self.engine.dialect.name == "postgresql"
 
     @contextmanager
     def transaction(self) -> Iterator[Session]:
-        """A session whose work is committed when the block ends, rolled back if it raises."""
+        """A session whose work is committed when the block ends, rolled back if it raises;
+        on a leader's store, refused (lease.Deposed) once another server leads."""
         with self._sessions.begin() as session:
+            if self.fence is not None:
+                self.fence(session)
             yield session
+
+    def confirm_lead(self) -> None:
+        """On a leader's store, ask the lease before acting outside the store (Ray): a server
+        that froze past its lease learns it no longer leads before it touches a job."""
+        if self.fence is not None:
+            with self.transaction():
+                pass
 
     def close(self) -> None:
         self.engine.dispose()

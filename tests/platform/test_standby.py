@@ -1,0 +1,126 @@
+"""A leader and its standby on one PostgreSQL store (docs/servers.md), as an operator runs them:
+a Ray cluster on this host, HAProxy in front with the docs' configuration, jobs reporting through
+it. The standby forwards what it is sent; SIGKILLing the leader while its jobs report makes the
+standby lead within the lease's bound, reattached to the same runs: every job finishes with each
+eval stored once and exactly one run, launched under the first epoch. The killed server, started
+again, stands by."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+
+import httpx
+import pytest
+from doc_blocks import blocks
+from live_platform import curve_command, sql_engine, wait_for
+from sqlalchemy import text
+
+from rlguard.platform.client import Client
+from rlguard.platform.lease import RENEW_S, TTL_S
+from rlguard.ports import unused_port
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+EVALS = 40  # 0.5 s apart: the jobs report through the takeover and after it
+
+
+@pytest.fixture
+def balancer(tmp_path):
+    """HAProxy with docs/servers.md's configuration; `start(port_a, port_b)` its URL."""
+    binary = shutil.which("haproxy") or shutil.which("haproxy", path="/usr/sbin")
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI must run the standby test: no `haproxy` (Debian's package)")
+        pytest.skip("no `haproxy` binary (Debian's `haproxy` package)")
+    (written,) = [b.text for b in blocks("servers.md") if b.text.startswith("global")]
+    port, started = unused_port(), []
+
+    def start(port_a: int, port_b: int) -> str:
+        config = tmp_path / "haproxy.cfg"
+        config.write_text(
+            written.replace("127.0.0.1:8320", f"127.0.0.1:{port}")
+            .replace("127.0.0.1:8321", f"127.0.0.1:{port_a}")
+            .replace("127.0.0.1:8322", f"127.0.0.1:{port_b}")
+        )
+        log = (tmp_path / "haproxy.log").open("w")
+        started.append(subprocess.Popen([binary, "-f", str(config)], stdout=log, stderr=log))
+        return f"http://127.0.0.1:{port}"
+
+    yield port, start
+    for process in started:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def _role(url: str) -> str | None:
+    try:
+        return httpx.get(f"{url}/healthz", timeout=2).json()["role"]
+    except httpx.TransportError:
+        return None
+
+
+def _runs(db: str, job_id: str) -> list[tuple]:
+    engine = sql_engine(db)
+    with engine.connect() as c:
+        rows = c.execute(
+            text("select attempt, epoch, end_reason from runs where job_id = :j order by attempt"),
+            {"j": job_id},
+        ).all()
+    engine.dispose()
+    return [tuple(r) for r in rows]
+
+
+def test_the_standby_takes_over_a_killed_leaders_running_jobs(
+    ray_cluster, live_server, fresh_postgres_db, balancer, tmp_path
+):
+    ray_cluster.add_worker("w1", gpus=2, cpus=2)
+    lb_port, start_balancer = balancer
+    shared = [
+        "--address",
+        ray_cluster.address,
+        "--storage",
+        str(tmp_path / "artifacts"),
+        "--public-url",
+        f"http://127.0.0.1:{lb_port}",
+    ]
+    a = live_server(*shared, db=fresh_postgres_db)
+    b = live_server(*shared, db=fresh_postgres_db)  # its API answers: forwarded to a
+    assert (_role(a.url), _role(b.url)) == ("leader", "standby")
+    lb = start_balancer(a.port, b.port)
+    _, key = a.tenant("acme", quota_gpus=2)
+    client = Client(lb, key)
+    wait_for(lambda: client.cluster()["gpus"] == 2, 300, "the worker's GPUs uncounted")
+
+    scores = [round(0.3 + 0.01 * i, 2) for i in range(EVALS)]  # rising: never stopped
+    body = {"command": curve_command(scores, pause_s=0.5)}
+    jobs = [client.submit(body)["id"], Client(b.url, key).submit(body)["id"]]
+
+    def evals(job_id: str) -> list[int]:
+        return [e["data"]["step"] for e in client.all_events(job_id) if e["type"] == "eval"]
+
+    wait_for(lambda: all(len(evals(j)) >= 3 for j in jobs), 240, "jobs not reporting")
+    a.kill()
+    killed = time.monotonic()
+    wait_for(lambda: _role(b.url) == "leader", 120, "the standby never led")
+    takeover_s = time.monotonic() - killed
+    print(f"takeover: {takeover_s:.1f} s after the leader's SIGKILL")
+    # the lease expires TTL_S after its last renewal, the standby looks every RENEW_S, then it
+    # connects to Ray and reattaches: a bound with room for a loaded CI machine
+    assert takeover_s < TTL_S + RENEW_S + 30
+
+    done = wait_for(
+        lambda: all(client.job(j)["status"] == "succeeded" for j in jobs), 300, "not done"
+    )
+    assert done
+    for job_id in jobs:
+        assert evals(job_id) == list(range(1, EVALS + 1))  # each stored once, none lost
+        assert _runs(fresh_postgres_db, job_id) == [(1, 1, "exited")]  # reattached, not re-run
+
+    a.start()  # the killed server, restarted, stands by behind the new leader
+    assert _role(a.url) == "standby"
+    late = Client(a.url, key).submit({"command": curve_command([0.5], pause_s=0.1)})["id"]
+    wait_for(lambda: client.job(late)["status"] == "succeeded", 240, "late job not done")
+    assert _runs(fresh_postgres_db, late) == [(1, 2, "exited")]  # launched by the new leader
