@@ -202,3 +202,18 @@ def test_a_tenant_made_with_rlguard_data_dir_is_the_servers(
         assert f"{server.data_dir.resolve()}, not runs/platform" in line
     finally:
         server.stop()
+
+
+def test_a_second_server_on_a_sqlite_store_is_refused(isolated: Path) -> None:
+    data_dir = isolated / "data"
+    made_store(data_dir)
+    with another_server(4242, data_dir):
+        command = [*RLGUARD, "serve", "--data-dir", str(data_dir), "--single-tenant"]
+        refused = subprocess.run(
+            [*command, "--port", str(unused_port())], capture_output=True, text=True, timeout=120
+        )
+    assert refused.returncode == 2
+    (line,) = refused.stderr.strip().splitlines()
+    assert "port 4242) already runs on the store in" in line
+    assert "a SQLite store has one server" in line
+    assert not (data_dir / "ray-head.json").exists()  # refused before it started anything

@@ -95,6 +95,7 @@ def test_metrics_say_what_the_api_says(served):
     assert samples["rlguard_gpus", (("state", "held"),)] == cluster["gpus_in_use"] == 2
     assert samples["rlguard_gpus", (("state", "free"),)] == cluster["gpus_free"] == 0
     assert samples["rlguard_queue_length", ()] == cluster["queued"] == 1
+    assert samples["rlguard_control_epoch", ()] == 0  # SQLite: one server, no lease
     assert samples["rlguard_eval_reports_total", (("outcome", "stored"),)] == len(SCORES)
     assert samples["rlguard_eval_report_seconds_count", ()] == len(SCORES)
     stop = (("rule", "evalstop"), ("shadow", "false"), ("verdict", "stop"))

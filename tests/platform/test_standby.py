@@ -3,12 +3,14 @@ a Ray cluster on this host, HAProxy in front with the docs' configuration, jobs 
 it. The standby forwards what it is sent; SIGKILLing the leader while its jobs report makes the
 standby lead within the lease's bound, reattached to the same runs: every job finishes with each
 eval stored once and exactly one run, launched under the first epoch. The killed server, started
-again, stands by."""
+again, stands by. A leader paused past its lease (SIGSTOP: a frozen host) is deposed the same way,
+and once resumed it exits rather than act: its job is not run twice."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import time
 
@@ -73,9 +75,8 @@ def _runs(db: str, job_id: str) -> list[tuple]:
     return [tuple(r) for r in rows]
 
 
-def test_the_standby_takes_over_a_killed_leaders_running_jobs(
-    ray_cluster, live_server, fresh_postgres_db, balancer, tmp_path
-):
+def _pair(ray_cluster, live_server, db, balancer, tmp_path):
+    """A leader and its standby behind the balancer: (a, b, the tenant's client, its key)."""
     ray_cluster.add_worker("w1", gpus=2, cpus=2)
     lb_port, start_balancer = balancer
     shared = [
@@ -86,22 +87,33 @@ def test_the_standby_takes_over_a_killed_leaders_running_jobs(
         "--public-url",
         f"http://127.0.0.1:{lb_port}",
     ]
-    a = live_server(*shared, db=fresh_postgres_db)
-    b = live_server(*shared, db=fresh_postgres_db)  # its API answers: forwarded to a
+    a = live_server(*shared, db=db)
+    b = live_server(*shared, db=db)  # its API answers: forwarded to a
     assert (_role(a.url), _role(b.url)) == ("leader", "standby")
     lb = start_balancer(a.port, b.port)
     _, key = a.tenant("acme", quota_gpus=2)
     client = Client(lb, key)
     wait_for(lambda: client.cluster()["gpus"] == 2, 300, "the worker's GPUs uncounted")
+    return a, b, client, key
 
-    scores = [round(0.3 + 0.01 * i, 2) for i in range(EVALS)]  # rising: never stopped
-    body = {"command": curve_command(scores, pause_s=0.5)}
+
+def _evals(client: Client, job_id: str) -> list[int]:
+    return [e["data"]["step"] for e in client.all_events(job_id) if e["type"] == "eval"]
+
+
+def _reporting(evals: int) -> dict:
+    """A command job reporting `evals` rising scores (never stopped), 0.5 s apart."""
+    scores = [round(0.3 + 0.01 * i, 2) for i in range(evals)]
+    return {"command": curve_command(scores, pause_s=0.5)}
+
+
+def test_the_standby_takes_over_a_killed_leaders_running_jobs(
+    ray_cluster, live_server, fresh_postgres_db, balancer, tmp_path
+):
+    a, b, client, key = _pair(ray_cluster, live_server, fresh_postgres_db, balancer, tmp_path)
+    body = _reporting(EVALS)
     jobs = [client.submit(body)["id"], Client(b.url, key).submit(body)["id"]]
-
-    def evals(job_id: str) -> list[int]:
-        return [e["data"]["step"] for e in client.all_events(job_id) if e["type"] == "eval"]
-
-    wait_for(lambda: all(len(evals(j)) >= 3 for j in jobs), 240, "jobs not reporting")
+    wait_for(lambda: all(len(_evals(client, j)) >= 3 for j in jobs), 240, "jobs not reporting")
     a.kill()
     killed = time.monotonic()
     wait_for(lambda: _role(b.url) == "leader", 120, "the standby never led")
@@ -115,8 +127,12 @@ def test_the_standby_takes_over_a_killed_leaders_running_jobs(
         lambda: all(client.job(j)["status"] == "succeeded" for j in jobs), 300, "not done"
     )
     assert done
+    _, admin = b.tenant("ops", quota_gpus=0, admin=True)
+    lb = f"http://127.0.0.1:{balancer[0]}"
+    scraped = Client(lb, admin).http.get("/metrics").text  # through the balancer: b answers
+    assert "rlguard_control_epoch 2.0" in scraped.splitlines()
     for job_id in jobs:
-        assert evals(job_id) == list(range(1, EVALS + 1))  # each stored once, none lost
+        assert _evals(client, job_id) == list(range(1, EVALS + 1))  # each stored once, none lost
         assert _runs(fresh_postgres_db, job_id) == [(1, 1, "exited")]  # reattached, not re-run
 
     a.start()  # the killed server, restarted, stands by behind the new leader
@@ -124,3 +140,23 @@ def test_the_standby_takes_over_a_killed_leaders_running_jobs(
     late = Client(a.url, key).submit({"command": curve_command([0.5], pause_s=0.1)})["id"]
     wait_for(lambda: client.job(late)["status"] == "succeeded", 240, "late job not done")
     assert _runs(fresh_postgres_db, late) == [(1, 2, "exited")]  # launched by the new leader
+
+
+def test_a_paused_leader_is_deposed_and_exits_when_resumed(
+    ray_cluster, live_server, fresh_postgres_db, balancer, tmp_path
+):
+    a, b, client, _ = _pair(ray_cluster, live_server, fresh_postgres_db, balancer, tmp_path)
+    job_id = client.submit(_reporting(EVALS))["id"]
+    wait_for(lambda: len(_evals(client, job_id)) >= 3, 240, "the job not reporting")
+    os.kill(a.process.pid, signal.SIGSTOP)  # frozen past its lease, its connections still open
+    try:
+        wait_for(lambda: _role(b.url) == "leader", 120, "the standby never led")
+    finally:
+        os.kill(a.process.pid, signal.SIGCONT)
+    # resumed, it finds it no longer leads before it acts on a job, or on the job's eval report
+    # that reached it while it was frozen: it exits, and the report is sent again, to b
+    assert a.process.wait(timeout=60) == 1
+    assert "this server no longer leads" in a.log.read_text()
+    wait_for(lambda: client.job(job_id)["status"] == "succeeded", 300, "the job not done")
+    assert _evals(client, job_id) == list(range(1, EVALS + 1))
+    assert _runs(fresh_postgres_db, job_id) == [(1, 1, "exited")]

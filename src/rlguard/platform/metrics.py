@@ -130,6 +130,11 @@ class StoreCollector(Collector):
             "Jobs waiting for GPUs",
             value=sum(a.status == states.QUEUED for a in active),
         )
+        yield GaugeMetricFamily(
+            "rlguard_control_epoch",
+            "The control lease's epoch of the leading server (0: a store of one server)",
+            value=platform.store.epoch,
+        )
 
 
 def registry(platform: Platform, counts: EvalCounts) -> CollectorRegistry:

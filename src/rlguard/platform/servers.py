@@ -144,6 +144,11 @@ def running() -> list[Running]:
     return [r for _, r in _records(registry) if r is not None and r.alive()]
 
 
+def serving(db: str) -> Running | None:
+    """A running server of this user on the store `db`, if any."""
+    return next((s for s in running() if s.db == _absolute(db)), None)
+
+
 def _absolute(url: str) -> str:
     """A SQLite URL with its file's absolute path (a command may run from another directory)."""
     if url.startswith(SQLITE):
