@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench train-example clean ui-vendor
+.PHONY: demo test test-fast lint bench train-example clean ui-vendor
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,12 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/pytest -n 3 --dist loadfile --no-loadscope-reorder
+
+# The edit loop: what runs in process, without the end-to-end experiments and live platforms
+# (`slow`) or a Ray cluster (`ray`); `make test` is the whole suite, as CI runs it.
+test-fast: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/pytest -n 3 --dist loadfile -m "not slow and not ray"
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -8,6 +8,8 @@ from conftest import TINY_BUDGET, TINY_WORLD
 from rlguard.lab.run import run
 from rlguard.lab.world import build_world
 
+pytestmark = pytest.mark.slow  # lab runs end to end: not in `make test-fast`
+
 
 def test_a_built_world_is_reused_and_a_different_one_refused(tiny_world):
     from dataclasses import replace

@@ -150,7 +150,8 @@ def test_a_paused_leader_is_deposed_and_exits_when_resumed(
     wait_for(lambda: len(_evals(client, job_id)) >= 3, 240, "the job not reporting")
     os.kill(a.process.pid, signal.SIGSTOP)  # frozen past its lease, its connections still open
     try:
-        wait_for(lambda: _role(b.url) == "leader", 120, "the standby never led")
+        _, took = wait_for(lambda: _role(b.url) == "leader", 120, "the standby never led")
+        print(f"takeover: {took:.1f} s after the leader froze")
     finally:
         os.kill(a.process.pid, signal.SIGCONT)
     # resumed, it finds it no longer leads before it acts on a job, or on the job's eval report

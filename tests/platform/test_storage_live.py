@@ -26,6 +26,8 @@ from live_platform import RLGUARD
 
 from rlguard.platform.artifacts import ArtifactStore
 
+pytestmark = pytest.mark.slow  # a live server and its jobs: not in `make test-fast`
+
 JOB = Path(__file__).with_name("checkpoint_job.py")
 SCORES = [0.3, 0.7, 0.5, 0.4, 0.45]  # best at step 2; then output/final/ as step 6
 
