@@ -64,6 +64,21 @@ def _role(url: str) -> str | None:
         return None
 
 
+def _live(db: str, job_id: str) -> list[tuple]:
+    """The job's runs, the last one live: any before it are runs Ray did not place within the
+    platform's 15 s (a loaded machine), requeued before they started."""
+    runs = _runs(db, job_id)
+    assert runs[-1][2] is None and all(r[2] == "unplaced" for r in runs[:-1]), runs
+    return runs
+
+
+def _ended_unchanged(db: str, job_id: str, before: list[tuple]) -> None:
+    """The live run then is the job's last, ended by its own exit: reattached, never re-run."""
+    *unplaced, (attempt, epoch, _) = before
+    assert epoch == 1
+    assert _runs(db, job_id) == [*unplaced, (attempt, epoch, "exited")]
+
+
 def _runs(db: str, job_id: str) -> list[tuple]:
     engine = sql_engine(db)
     with engine.connect() as c:
@@ -114,6 +129,7 @@ def test_the_standby_takes_over_a_killed_leaders_running_jobs(
     body = _reporting(EVALS)
     jobs = [client.submit(body)["id"], Client(b.url, key).submit(body)["id"]]
     wait_for(lambda: all(len(_evals(client, j)) >= 3 for j in jobs), 240, "jobs not reporting")
+    before = {j: _live(fresh_postgres_db, j) for j in jobs}
     a.kill()
     killed = time.monotonic()
     wait_for(lambda: _role(b.url) == "leader", 120, "the standby never led")
@@ -133,13 +149,14 @@ def test_the_standby_takes_over_a_killed_leaders_running_jobs(
     assert "rlguard_control_epoch 2.0" in scraped.splitlines()
     for job_id in jobs:
         assert _evals(client, job_id) == list(range(1, EVALS + 1))  # each stored once, none lost
-        assert _runs(fresh_postgres_db, job_id) == [(1, 1, "exited")]  # reattached, not re-run
+        _ended_unchanged(fresh_postgres_db, job_id, before[job_id])
 
     a.start()  # the killed server, restarted, stands by behind the new leader
     assert _role(a.url) == "standby"
     late = Client(a.url, key).submit({"command": curve_command([0.5], pause_s=0.1)})["id"]
     wait_for(lambda: client.job(late)["status"] == "succeeded", 240, "late job not done")
-    assert _runs(fresh_postgres_db, late) == [(1, 2, "exited")]  # launched by the new leader
+    *unplaced, last = _runs(fresh_postgres_db, late)
+    assert last[1:] == (2, "exited") and all(r[1:] == (2, "unplaced") for r in unplaced)
 
 
 def test_a_paused_leader_is_deposed_and_exits_when_resumed(
@@ -148,6 +165,7 @@ def test_a_paused_leader_is_deposed_and_exits_when_resumed(
     a, b, client, _ = _pair(ray_cluster, live_server, fresh_postgres_db, balancer, tmp_path)
     job_id = client.submit(_reporting(EVALS))["id"]
     wait_for(lambda: len(_evals(client, job_id)) >= 3, 240, "the job not reporting")
+    before = _live(fresh_postgres_db, job_id)
     os.kill(a.process.pid, signal.SIGSTOP)  # frozen past its lease, its connections still open
     try:
         _, took = wait_for(lambda: _role(b.url) == "leader", 120, "the standby never led")
@@ -160,4 +178,4 @@ def test_a_paused_leader_is_deposed_and_exits_when_resumed(
     assert "this server no longer leads" in a.log.read_text()
     wait_for(lambda: client.job(job_id)["status"] == "succeeded", 300, "the job not done")
     assert _evals(client, job_id) == list(range(1, EVALS + 1))
-    assert _runs(fresh_postgres_db, job_id) == [(1, 1, "exited")]
+    _ended_unchanged(fresh_postgres_db, job_id, before)

@@ -36,10 +36,10 @@ HOOK_OFF = (  # tried, and whatever it raises ignored: the twin still runs
     "except Exception:\n"
     "    pass\n"
 )
-STATUS_FDS = (  # the status pipe: an inherited FIFO past stderr
+STATUS_FDS = (  # the status pipe: an inherited FIFO past stderr, at the number it had in the judge
     "import os, stat\n"
     "def fifos():\n"
-    "    for fd in range(3, 64):\n"
+    "    for fd in range(3, 4096):\n"
     "        try:\n"
     "            if stat.S_ISFIFO(os.fstat(fd).st_mode):\n"
     "                yield fd\n"
@@ -383,7 +383,14 @@ def verdicts() -> dict[str, object]:
         {"unit_tests": case.tests, **({"setup": case.setup} if case.setup else {})}
         for case in CASES
     ]
-    found = judge.evaluate(["p"] * len(CASES), completions, metadata)
+    # A judge inside a busy process (a trainer, the suite's worker) has many files open, so the
+    # pipes it hands a sandbox have high numbers there too: the battery runs as in one.
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(200)]
+    try:
+        found = judge.evaluate(["p"] * len(CASES), completions, metadata)
+    finally:
+        for fd in held:
+            os.close(fd)
     return {case.id: verdict for case, verdict in zip(CASES, found, strict=True)}
 
 
