@@ -232,12 +232,13 @@ class Leadership:
         return {"role": role, "epoch": self.store.epoch}
 
     def end(self) -> None:
-        """A graceful stop: the leader preempts its jobs, then lets the lease go at once."""
-        if self.keeper is not None:
-            self.keeper.stop()
+        """A graceful stop: the leader preempts its jobs, renewing the lease while they
+        checkpoint (up to the grace period), then lets it go at once."""
         if self.started is not None:
             platform, loop, ingest, _ = self.started
             stop_platform(platform, loop, ingest, self.cfg)
+        if self.keeper is not None:
+            self.keeper.stop()
         if self.lease is not None:
             self.lease.release()
         self.store.close()
