@@ -45,7 +45,7 @@ from rlguard.platform.ray_head import local_head, stop_local_head, temp_dir
 from rlguard.platform.recovery import recover
 from rlguard.platform.reports import Reports
 from rlguard.platform.rules import StopRules
-from rlguard.platform.servers import hidden, recorded, serving
+from rlguard.platform.servers import SQLITE, hidden, recorded, serving
 from rlguard.platform.service import Platform
 from rlguard.platform.store import Store, default_url
 from rlguard.platform.uploader import UploadLimits
@@ -247,7 +247,7 @@ class Leadership:
 def refuse_a_second_sqlite_server(url: str) -> None:
     """One line and exit 2 where a server of this user already runs on this SQLite store: two
     would both schedule its jobs."""
-    other = None if url.startswith("postgresql") else serving(url)
+    other = serving(url) if url.startswith(SQLITE) else None
     if other is not None:
         raise InputError(
             f"a server (pid {other.pid}, port {other.port}) already runs on the store "
