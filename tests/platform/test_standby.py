@@ -129,6 +129,12 @@ def test_the_standby_takes_over_a_killed_leaders_running_jobs(
     a, b, client, key = _pair(ray_cluster, live_server, fresh_postgres_db, balancer, tmp_path)
     body = _reporting(EVALS)
     jobs = [client.submit(body)["id"], Client(b.url, key).submit(body)["id"]]
+    # the standby forwards a caller's key as sent: the leader refuses as it would directly
+    forged = httpx.get(f"{b.url}/v1/jobs", headers={"Authorization": "Bearer rlg_forged"})
+    assert forged.status_code == 401
+    _, other = a.tenant("other", quota_gpus=1)
+    peek = httpx.get(f"{b.url}/v1/jobs/{jobs[0]}", headers={"Authorization": f"Bearer {other}"})
+    assert peek.status_code == 404  # another tenant's job, as for one that does not exist
     wait_for(lambda: all(len(_evals(client, j)) >= 3 for j in jobs), PLACED_S, "jobs not reporting")
     # on a loaded machine one job may have run to its end before Ray started the other
     before = {j: runs for j in jobs if (runs := _live(fresh_postgres_db, j))}
