@@ -48,6 +48,9 @@ class RecordingExecutor:
     def gone(self, run_id: str) -> bool:
         return run_id in self.dead
 
+    def unplaced(self, handle) -> bool:  # type: ignore[no-untyped-def]
+        return not handle.running  # "Ray" places nothing
+
     def log_tail(self, handle, max_bytes) -> bytes | None:  # type: ignore[no-untyped-def]
         return None  # no actor to ask: the server reads its disk, then the store
 

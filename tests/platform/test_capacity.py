@@ -11,10 +11,12 @@ import math
 import pytest
 from in_process import in_process_platform
 from live_platform import curve_command, wait_for
+from sqlalchemy import select
 
-from rlguard.platform.db import Tenant
+from rlguard.platform.db import Event, Tenant
+from rlguard.platform.executor import RunHandle
 from rlguard.platform.schemas import JobCreate
-from rlguard.platform.service import PLACE_TIMEOUT_S
+from rlguard.platform.service import PLACE_TIMEOUT_S, place_timeout
 from rlguard.platform.tenants import create_tenant
 from rlguard.platform.usage import cluster_view
 
@@ -34,6 +36,34 @@ def test_the_platform_takes_rays_capacity_each_time_it_asks(tmp_path):
         assert (view["gpus"], view["gpus_free"]) == (1, 1)
         assert platform.dirty.is_set()  # a pass is due
         assert platform.may_launch(job_id, now=0.0)  # a capacity change ends the hold
+
+
+def test_the_placement_timeout_doubles_with_each_run_taken_back_unplaced(tmp_path):
+    """On a node so loaded that Ray's workers start slower than 15 s, a job is launched again a
+    few times with a longer wait, not killed and relaunched every 15 s forever."""
+    assert [place_timeout(n) for n in range(6)] == [15, 30, 60, 120, 120, 120]
+    with in_process_platform(tmp_path) as platform:
+        tenant_id, _ = create_tenant(platform.store, "acme", 2)
+        with platform.store.transaction() as s:
+            tenant = s.get(Tenant, tenant_id)
+        job_id = platform.submit(tenant, JobCreate.model_validate({"command": "true"}))
+        active = platform.active[job_id]
+        requeued_after = []
+        for launched_at in (1000.0, 2000.0, 3000.0):
+            platform.launch(job_id)
+            active.handle = RunHandle(active.run_id, None, None, None, launched_at=launched_at)
+            timeout = place_timeout(len(requeued_after))
+            platform.take_back_unplaced(launched_at + timeout - 1)
+            assert active.handle is not None  # still waiting to be placed
+            platform.take_back_unplaced(launched_at + timeout + 1)
+            assert active.handle is None and active.held_until == launched_at + timeout + 31
+            with platform.store.transaction() as s:
+                last = s.scalars(select(Event).where(Event.job_id == job_id)).all()[-1]
+            requeued_after.append((last.data["status"], last.data["reason"]))
+        assert requeued_after == [("queued", f"not placed by Ray in {t} s") for t in (15, 30, 60)]
+        platform.launch(job_id)
+        platform.run_started(job_id, pid=7, node_id="n" * 40)
+        assert active.unplaced_runs == 0  # placed at last: the next wait starts at 15 s again
 
 
 def _gpus(client, expected: int, timeout_s: float, what: str) -> float:

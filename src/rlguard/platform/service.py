@@ -63,15 +63,23 @@ PLACE_TIMEOUT_S = 15.0
 """A run whose process has not started this long after its launch, its actor not dead, is one
 Ray cannot place now (no alive node has its GPUs and CPUs free): its actor is taken back and the
 job requeued. Ray's control store cannot tell that from a worker process still starting (both
-are PENDING_CREATION without a pid), so this is longer than a cold start on a loaded node."""
+are PENDING_CREATION without a pid), so this is longer than a cold start on a loaded node, and
+doubles with each run of the job that was taken back (`place_timeout`)."""
+
+PLACE_TIMEOUT_MAX_S = 120.0
+"""The longest a run waits to be placed: on a node so loaded that worker processes take longer
+than PLACE_TIMEOUT_S to start, a job is not killed and relaunched forever."""
 
 PLACE_BACKOFF_S = 30.0
 """How long a job whose run could not be placed waits before it is launched again, unless the
 cluster's capacity changes first."""
 
 
-REQUEUED = {"lost": "run lost", "unplaced": f"not placed by Ray in {PLACE_TIMEOUT_S:.0f} s"}
-"""Why a job whose run ended with no exit code goes back to the queue."""
+def place_timeout(unplaced_runs: int) -> float:
+    """How long a job's run may wait to be placed after `unplaced_runs` of its runs were taken
+    back unplaced: 15, 30, 60, 120 s."""
+    return min(PLACE_TIMEOUT_S * 2**unplaced_runs, PLACE_TIMEOUT_MAX_S)
+
 
 PAUSED_BY_USER = "paused by the user"
 
@@ -157,6 +165,7 @@ class Active:
     lost_runs: int = 0
     fence: str | None = None  # its last run, until Ray says that run's actor is dead
     held_until: float = 0.0  # its last run could not be placed: not launched again before
+    unplaced_runs: int = 0  # its runs taken back unplaced since one of them last started
     budget_gpu_hours: float | None = None
     # its first eval this server saw (after a restart: the first since), where its budget's pace
     # is measured from
@@ -565,6 +574,7 @@ class Platform:
             job, run = s.get(Job, job_id), s.get(Run, self.active[job_id].run_id)
             if run.running_at is not None:  # reattached after a restart: known already
                 return
+            self.active[job_id].unplaced_runs = 0
             run.running_at, run.pid, run.node_id = now, pid, node_id
             job.started_at = job.started_at or now
             job.disk = disk
@@ -583,17 +593,17 @@ class Platform:
         a GPU) and their jobs requeued, held back for PLACE_BACKOFF_S."""
         for active in list(self.active.values()):
             handle = active.handle
-            if handle is None or handle.running or now - handle.launched_at < PLACE_TIMEOUT_S:
+            timeout = place_timeout(active.unplaced_runs)
+            if handle is None or handle.running or now - handle.launched_at < timeout:
                 continue
             if self.executor.unplaced(handle):
+                why = f"not placed by Ray in {timeout:.0f} s"
                 log.warning(
-                    "run %s not placed by Ray in %.0f s",
-                    active.run_id,
-                    PLACE_TIMEOUT_S,
-                    extra=about(active.job_id, active.run_id),
+                    "run %s %s", active.run_id, why, extra=about(active.job_id, active.run_id)
                 )
                 active.held_until = now + PLACE_BACKOFF_S
-                self.run_ended(active.job_id, None, placed=False)
+                active.unplaced_runs += 1
+                self.run_ended(active.job_id, None, placed=False, why=why)
 
     def refresh_capacity(self) -> None:
         """The GPUs of Ray's alive nodes now: a node that left or joined changes what the
@@ -630,7 +640,8 @@ class Platform:
     ) -> None:
         """A run's process exited, or Ray says its actor is dead (exit_code None: lost), or Ray
         could not place it (`placed` False); `why`: the platform's own reason, if it has one
-        (the job's error then, whatever its log ends with). Its token is revoked with the change."""
+        (the job's error then, whatever its log ends with; its requeue's reason if it is
+        requeued). Its token is revoked with the change."""
         active = self.active[job_id]
         now = time.time()
         if active.handle is not None:
@@ -656,7 +667,7 @@ class Platform:
                 self._finish(s, job, states.FAILED, message)
             elif requeue:
                 preempted = active.intent == states.PREEMPT
-                reason = "preempted" if preempted else REQUEUED[run.end_reason]
+                reason = "preempted" if preempted else why or "run lost"
                 self.transition(s, job, states.QUEUED, reason)
                 job.intent = active.intent = None
             elif paused:
