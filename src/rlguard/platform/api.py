@@ -37,8 +37,8 @@ from rlguard.platform.errors import (
     on_validation_error,
     store_unavailable,
 )
+from rlguard.platform.eval_route import REFUSALS, EvalRoute, refused
 from rlguard.platform.ingest import EvalIngest
-from rlguard.platform.job_writes import RateLimited, StoreFull
 from rlguard.platform.jobspec import input_error_field
 from rlguard.platform.keys import digest
 from rlguard.platform.metrics import registry as metrics_registry
@@ -51,7 +51,7 @@ from rlguard.platform.schemas import (
     StepReport,
     WatchWarningReport,
 )
-from rlguard.platform.service import Conflict, NotFound, Platform, Unauthorized
+from rlguard.platform.service import Conflict, NotFound, Platform
 from rlguard.platform.step_reports import StepReports
 from rlguard.platform.uploader import BadCheckpointPath, CheckpointOverLimit
 from rlguard.platform.usage import cluster_view, occupancy_view, usage_view
@@ -203,6 +203,7 @@ def create_app(platform: Platform, ingest: EvalIngest, deposits: Deposits) -> Fa
     steps = StepReports(platform, writes)  # jobs' step timings
     cap = upload_limit(platform.software.working_dir_bytes)
     files_cap = upload_limit(platform.software.file_mb << 20)  # with the form's own bytes
+    app.add_middleware(EvalRoute, ingest=ingest)  # inside BodyLimit: added first
     app.add_middleware(BodyLimit, routes={WORKDIRS: cap, FILES: files_cap})
     app.add_exception_handler(ApiError, on_api_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
@@ -397,17 +398,6 @@ def create_app(platform: Platform, ingest: EvalIngest, deposits: Deposits) -> Fa
             retry = {"Retry-After": str(e.retry_after_s)}
             raise ApiError(429, str(e), "rate_limited", headers=retry) from None
 
-    def _refused(e: Exception) -> ApiError:
-        """A running job's report refused, in the API's shape."""
-        if isinstance(e, Unauthorized):
-            return ApiError(401, "invalid job token for this job", "invalid_job_token")
-        if isinstance(e, RateLimited):
-            retry = {"Retry-After": str(e.retry_after_s)}
-            return ApiError(429, str(e), "rate_limited", headers=retry)
-        if isinstance(e, StoreFull):
-            return ApiError(413, str(e), "job_store_full")
-        return ApiError(409, str(e), "job_not_running")
-
     @app.post("/v1/jobs/{job_id}/evals")
     async def report_eval(job_id: str, body: EvalReport, request: Request) -> dict[str, Any]:
         token, stored = _job_token(request), None
@@ -418,8 +408,8 @@ def create_app(platform: Platform, ingest: EvalIngest, deposits: Deposits) -> Fa
                 stored = await asyncio.to_thread(_deposit, *args)
                 body = body.model_copy(update={"checkpoint": stored.name})
             answer = await asyncio.wrap_future(ingest.submit(job_id, token, body, stored))
-        except (Unauthorized, Conflict, RateLimited, StoreFull) as e:
-            raise _refused(e) from None
+        except REFUSALS as e:
+            raise refused(e) from None
         if stored is not None:
             await asyncio.to_thread(deposits.retain, job_id)
         return answer
@@ -432,8 +422,8 @@ def create_app(platform: Platform, ingest: EvalIngest, deposits: Deposits) -> Fa
         try:
             writes.admit(job_id, token)
             return report(job_id, token, body)
-        except (Unauthorized, Conflict, RateLimited, StoreFull) as e:
-            raise _refused(e) from None
+        except REFUSALS as e:
+            raise refused(e) from None
 
     @app.post("/v1/jobs/{job_id}/checkpoints", status_code=201)
     def report_checkpoint(job_id: str, body: CheckpointReport, request: Request) -> dict[str, Any]:
