@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from rlguard.errors import InputError
-from rlguard.platform import jobspec, workdir
+from rlguard.platform import workdir
 from rlguard.platform.artifacts import ArtifactStore
+from rlguard.platform.jobfiles import OUTPUT, write_config
 from rlguard.platform.restore import Restored, restore_latest
 from rlguard.platform.volume import VOLUMES, JobVolume, VolumeUnavailable, unmount
 
@@ -137,7 +138,7 @@ def prepare(home: JobHome, disk_bytes: int | None = None, log: Path | None = Non
             volume.attach(job_dir, log)
         except VolumeUnavailable as e:
             volume, soft = None, str(e)
-    (job_dir / jobspec.OUTPUT).mkdir(parents=True, exist_ok=True)
+    (job_dir / OUTPUT).mkdir(parents=True, exist_ok=True)
     code = None
     if home.working_dir is not None and home.store_uri is not None:
         code = lay_out_code(home.store_uri, home.working_dir, job_dir, home.uid)
@@ -145,7 +146,7 @@ def prepare(home: JobHome, disk_bytes: int | None = None, log: Path | None = Non
     if home.restore and home.store_uri:
         restored, skipped = restore_latest(home.store_uri, str(job_dir), home.restore, home.uid)
     if home.config is not None and home.config_path is not None:
-        jobspec.write_config(Path(home.node_file(home.config_path)), home.config, job_dir)
+        write_config(Path(home.node_file(home.config_path)), home.config, job_dir)
     if home.uid is not None:
         hand_over(job_dir, home.uid)
     return Prepared(job_dir, restored, skipped, volume, soft, code)

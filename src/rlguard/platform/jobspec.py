@@ -14,14 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from rlguard.errors import InputError
-from rlguard.io import write_text
+from rlguard.platform.jobfiles import OUTPUT
 from rlguard.platform.schemas import JobCreate
 
 STAGE_KINDS = {"cgpo": "rlhf", "sft": "sft", "reward": "reward", "dpo": "dpo"}
-OUTPUT = "output"
 
 
 @dataclass(frozen=True)
@@ -48,18 +45,11 @@ def admit_spec(
 
 
 def argv(kind: str, spec: dict[str, Any], config: Path) -> list[str]:
-    """The run's command line; a train job's reads its config at `config` (`write_config`)."""
+    """The run's command line; a train job's reads its config at `config` (written on its node
+    by `jobfiles.write_config`)."""
     if kind == "command":
         return ["bash", "-c", spec["command"]]
     return [sys.executable, "-m", "rlguard.cli", "train", str(config), "--no-progress"]
-
-
-def write_config(path: Path, config: dict[str, Any], job_dir: Path) -> None:
-    """A train job's config on the node that runs it, its `output_dir` in the job's directory
-    there (each node may keep jobs under a root of its own: jobhome.py). The platform's file,
-    outside the job's directory, so the job cannot swap it for a link root follows."""
-    written = {**config, "output_dir": str(job_dir / OUTPUT)}
-    write_text(path, yaml.safe_dump(written, sort_keys=False))
 
 
 def input_error_field(error: InputError) -> tuple[str, str]:
