@@ -29,6 +29,7 @@ class RecordingExecutor:
     stopped: list[str] = field(default_factory=list)
     released: list[str] = field(default_factory=list)  # runs whose actor it was asked to kill
     dead: set[str] = field(default_factory=set)  # runs whose actor "Ray" says is dead
+    placing: str = "unplaced"  # where "Ray" says a run not started is (raystate.placement)
 
     def capacity(self) -> int:
         return self.gpus
@@ -48,8 +49,8 @@ class RecordingExecutor:
     def gone(self, run_id: str) -> bool:
         return run_id in self.dead
 
-    def unplaced(self, handle) -> bool:  # type: ignore[no-untyped-def]
-        return not handle.running  # "Ray" places nothing
+    def placement(self, handle, gpus, cpus) -> str:  # type: ignore[no-untyped-def]
+        return self.placing  # "Ray" creates no actor
 
     def log_tail(self, handle, max_bytes) -> bytes | None:  # type: ignore[no-untyped-def]
         return None  # no actor to ask: the server reads its disk, then the store

@@ -6,7 +6,10 @@ without having held or billed a GPU."""
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
+import sys
 
 import pytest
 from in_process import in_process_platform
@@ -16,7 +19,7 @@ from sqlalchemy import select
 from rlguard.platform.db import Event, Tenant
 from rlguard.platform.executor import RunHandle
 from rlguard.platform.schemas import JobCreate
-from rlguard.platform.service import PLACE_TIMEOUT_S, place_timeout
+from rlguard.platform.service import PLACE_TIMEOUT_MAX_S, PLACE_TIMEOUT_S, place_timeout
 from rlguard.platform.tenants import create_tenant
 from rlguard.platform.usage import cluster_view
 
@@ -64,6 +67,24 @@ def test_the_placement_timeout_doubles_with_each_run_taken_back_unplaced(tmp_pat
         platform.launch(job_id)
         platform.run_started(job_id, pid=7, node_id="n" * 40)
         assert active.unplaced_runs == 0  # placed at last: the next wait starts at 15 s again
+
+
+def test_a_run_starting_on_a_node_that_can_hold_it_is_waited_for(tmp_path):
+    """Ray holds its lease request at a node with its GPUs and CPUs: its worker is starting (a
+    burst of launches on a loaded node takes tens of seconds), taken back only after 120 s."""
+    with in_process_platform(tmp_path) as platform:
+        tenant_id, _ = create_tenant(platform.store, "acme", 2)
+        with platform.store.transaction() as s:
+            tenant = s.get(Tenant, tenant_id)
+        job_id = platform.submit(tenant, JobCreate.model_validate({"command": "true"}))
+        platform.executor.placing = "starting"
+        platform.launch(job_id)
+        active = platform.active[job_id]
+        active.handle = RunHandle(active.run_id, None, None, None, launched_at=1000.0)
+        platform.take_back_unplaced(1000.0 + PLACE_TIMEOUT_MAX_S - 1)
+        assert active.handle is not None
+        platform.take_back_unplaced(1000.0 + PLACE_TIMEOUT_MAX_S + 1)
+        assert active.handle is None and active.status == "queued"
 
 
 def _gpus(client, expected: int, timeout_s: float, what: str) -> float:
@@ -124,3 +145,36 @@ def test_a_run_ray_cannot_place_goes_back_to_the_queue_unbilled(ray_cluster, liv
     client.cancel(big)
     assert client.wait(big, timeout_s=PLACE_TIMEOUT_S + 60)["status"] == "cancelled"
     assert client.job(big)["gpu_hours"] == 0
+
+
+PLACEMENTS = """
+import json, sys, time
+import ray
+from rlguard.platform.raystate import placement
+ray.init(address=sys.argv[1], log_to_driver=False)
+while ray.cluster_resources().get("GPU", 0) < 1:
+    time.sleep(0.5)
+@ray.remote
+class Run:
+    def ping(self):
+        return 1
+big = Run.options(num_gpus=2, num_cpus=1).remote()  # no node has 2 GPUs
+first = Run.options(num_gpus=1, num_cpus=0.5).remote()
+ray.get(first.ping.remote())
+second = Run.options(num_gpus=1, num_cpus=0.5).remote()  # waits at w1 for first's GPU
+time.sleep(3)
+seen = [placement(big, 2, 1), placement(first, 1, 0.5), placement(second, 1, 0.5)]
+ray.kill(first)
+ray.get(second.ping.remote(), timeout=60)
+print(json.dumps(seen + [placement(second, 1, 0.5)]))
+"""
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_ray_says_which_runs_no_node_can_hold_and_which_wait_at_one(ray_cluster):
+    ray_cluster.add_worker("w1", gpus=1, cpus=2)
+    command = [sys.executable, "-c", PLACEMENTS, ray_cluster.address]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=True)
+    big, first, second, second_later = json.loads(done.stdout.splitlines()[-1])
+    assert (big, first, second, second_later) == ("unplaced", "created", "starting", "created")

@@ -40,12 +40,12 @@ from typing import Any
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from rlguard.platform import jobspec
 from rlguard.platform.apiforward import ApiForward
 from rlguard.platform.artifacts import StoreUnavailable
 from rlguard.platform.confine import confine, die_with_parent
 from rlguard.platform.envcache import ENVS, EnvCache, Held, JobPython
 from rlguard.platform.jobenv import Environment
+from rlguard.platform.jobfiles import OUTPUT
 from rlguard.platform.jobhome import (
     JobHome,
     make_private_parents,
@@ -56,7 +56,7 @@ from rlguard.platform.jobhome import (
 from rlguard.platform.joblimits import Cgroup, DiskWatch, tree_over
 from rlguard.platform.log_format import about
 from rlguard.platform.ray_head import NAMESPACE
-from rlguard.platform.raystate import DEAD, actor_name, alive_nodes, pending, run_fate
+from rlguard.platform.raystate import DEAD, actor_name, alive_nodes, placement, run_fate
 from rlguard.platform.rundir import RunDir, sweep
 from rlguard.platform.runlogs import file_tail, keep_log
 from rlguard.platform.sandbox import JobSandbox
@@ -169,7 +169,7 @@ class JobProcess:
         note = prepared.note()
         if note is not None:
             self._say(f"rlguard: starts from {note}")
-        env = {**self.env, "RLGUARD_OUTPUT_DIR": str(prepared.job_dir / jobspec.OUTPUT)}
+        env = {**self.env, "RLGUARD_OUTPUT_DIR": str(prepared.job_dir / OUTPUT)}
         env.update(self._interpreter())
         config = self.home.config_path  # the server's path for a train job's config
         if config is not None:  # where this node wrote it (`prepare`)
@@ -668,10 +668,10 @@ class RayExecutor:
         with contextlib.suppress(ray.exceptions.RayError):
             ray.kill(handle.actor, no_restart=True)
 
-    def unplaced(self, handle: RunHandle) -> bool:
-        """Whether Ray has still not created the run's actor (not placed, or a worker still
-        starting: the caller waits long enough to tell them apart)."""
-        return pending(handle.actor)
+    def placement(self, handle: RunHandle, gpus: int, cpus: float) -> str:
+        """Whether Ray has created the run's actor, is starting its worker on a node that can
+        hold it, or has it at no node that can (raystate.placement)."""
+        return placement(handle.actor, gpus, cpus)
 
     def gone(self, run_id: str) -> bool:
         """Whether Ray says the run's actor is dead (a new attempt of its job may start only

@@ -9,7 +9,10 @@ or a timeout leaves the run alive, and the caller asks again later.
 
 Whether an actor is still waiting to be created (PENDING_CREATION: not placed, or its worker
 still starting) is read from the GCS's actor table through `ray._private.state`, the one reader of
-it that does not need the dashboard.
+it that does not need the dashboard. The table also names the node whose raylet holds the
+actor's lease request: one that can hold the actor's GPUs and CPUs starts its worker (or waits
+for work the platform does not know of to free them); one that cannot (the head, a 1-GPU node
+for a 2-GPU run) holds it because no node can.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from rlguard.platform.ray_head import NAMESPACE
 log = logging.getLogger(__name__)
 
 ALIVE, DEAD, UNKNOWN = "alive", "dead", "unknown"
+CREATED, STARTING, UNPLACED = "created", "starting", "unplaced"
 
 
 def alive_nodes() -> dict[str, int]:
@@ -52,11 +56,20 @@ def run_fate(run_id: str, node_id: str | None) -> str:
     return ALIVE
 
 
-def pending(actor: object) -> bool:
-    """Whether the GCS says the actor has not been created yet; False if it cannot say."""
+def placement(actor: object, gpus: float, cpus: float) -> str:
+    """CREATED (or the GCS cannot say), STARTING (its lease request is at a node whose GPUs and
+    CPUs can hold it) or UNPLACED (no alive node that can hold it has it)."""
     try:
         info = gcs.actors(actor._actor_id.hex())  # type: ignore[attr-defined]
     except Exception as e:
         log.warning("could not read Ray's actor table: %s", e)
-        return False
-    return info.get("State") in ("DEPENDENCIES_UNREADY", "PENDING_CREATION")
+        return CREATED
+    if info.get("State") not in ("DEPENDENCIES_UNREADY", "PENDING_CREATION"):
+        return CREATED
+    node = info["Address"]["NodeID"]
+    for held in ray.nodes():
+        total = held["Resources"]
+        if held["Alive"] and held["NodeID"] == node:
+            fits = total.get("GPU", 0) >= gpus and total.get("CPU", 0) >= cpus
+            return STARTING if fits else UNPLACED
+    return UNPLACED

@@ -36,6 +36,7 @@ from rlguard.platform.keys import JOB_TOKEN_PREFIX, digest, new_id, new_secret
 from rlguard.platform.live_table import LiveTable
 from rlguard.platform.log_format import about
 from rlguard.platform.outcome import measured, no_eval_note
+from rlguard.platform.raystate import STARTING, UNPLACED
 from rlguard.platform.rules import JobRule, StopRules, decision_row, stop_event_data
 from rlguard.platform.runlogs import log_key, read_log
 from rlguard.platform.sandbox import UID_BASE
@@ -60,15 +61,15 @@ MAX_ATTEMPTS = 5
 or died without an exit code) fails instead of being requeued again."""
 
 PLACE_TIMEOUT_S = 15.0
-"""A run whose process has not started this long after its launch, its actor not dead, is one
-Ray cannot place now (no alive node has its GPUs and CPUs free): its actor is taken back and the
-job requeued. Ray's control store cannot tell that from a worker process still starting (both
-are PENDING_CREATION without a pid), so this is longer than a cold start on a loaded node, and
-doubles with each run of the job that was taken back (`place_timeout`)."""
+"""A run whose actor Ray has not created this long after its launch, and holds at no node that
+can hold it (raystate.placement), is one Ray cannot place now (say a 2-GPU run on two 1-GPU
+nodes): its actor is taken back and the job requeued. Doubles with each run of the job taken
+back (`place_timeout`)."""
 
 PLACE_TIMEOUT_MAX_S = 120.0
-"""The longest a run waits to be placed: on a node so loaded that worker processes take longer
-than PLACE_TIMEOUT_S to start, a job is not killed and relaunched forever."""
+"""The longest a run waits for its actor: also for one whose worker is starting on a node that
+can hold it (a burst of launches on a loaded node takes tens of seconds), and the bound of
+`place_timeout`."""
 
 PLACE_BACKOFF_S = 30.0
 """How long a job whose run could not be placed waits before it is launched again, unless the
@@ -589,14 +590,18 @@ class Platform:
         self.table.start(job_id, now)
 
     def take_back_unplaced(self, now: float) -> None:
-        """Runs Ray has not placed in PLACE_TIMEOUT_S: their actors are killed (they never held
-        a GPU) and their jobs requeued, held back for PLACE_BACKOFF_S."""
+        """Runs Ray has not placed in `place_timeout`, or not started in PLACE_TIMEOUT_MAX_S:
+        their actors are killed (they never held a GPU) and their jobs requeued, held back for
+        PLACE_BACKOFF_S."""
         for active in list(self.active.values()):
             handle = active.handle
             timeout = place_timeout(active.unplaced_runs)
             if handle is None or handle.running or now - handle.launched_at < timeout:
                 continue
-            if self.executor.unplaced(handle):
+            where = self.executor.placement(handle, active.gpus, active.cpus)
+            if where == STARTING and now - handle.launched_at >= PLACE_TIMEOUT_MAX_S:
+                where, timeout = UNPLACED, PLACE_TIMEOUT_MAX_S
+            if where == UNPLACED:
                 why = f"not placed by Ray in {timeout:.0f} s"
                 log.warning(
                     "run %s %s", active.run_id, why, extra=about(active.job_id, active.run_id)
