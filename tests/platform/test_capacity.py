@@ -10,6 +10,7 @@ import json
 import math
 import subprocess
 import sys
+import time
 
 import pytest
 from in_process import in_process_platform
@@ -18,6 +19,7 @@ from sqlalchemy import select
 
 from rlguard.platform.db import Event, Tenant
 from rlguard.platform.executor import RunHandle
+from rlguard.platform.loop import schedule
 from rlguard.platform.schemas import JobCreate
 from rlguard.platform.service import PLACE_TIMEOUT_MAX_S, PLACE_TIMEOUT_S, place_timeout
 from rlguard.platform.tenants import create_tenant
@@ -178,3 +180,28 @@ def test_ray_says_which_runs_no_node_can_hold_and_which_wait_at_one(ray_cluster)
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=True)
     big, first, second, second_later = json.loads(done.stdout.splitlines()[-1])
     assert (big, first, second, second_later) == ("unplaced", "created", "starting", "created")
+
+
+def test_a_burst_of_launches_waits_for_the_runs_starting_before_it(tmp_path):
+    with in_process_platform(tmp_path) as platform:
+        platform.executor.gpus = 10
+        platform.refresh_capacity()
+        tenant_id, _ = create_tenant(platform.store, "acme", 10)
+        with platform.store.transaction() as s:
+            tenant = s.get(Tenant, tenant_id)
+        body = JobCreate.model_validate({"command": "true"})
+        jobs = [platform.submit(tenant, body) for _ in range(5)]
+
+        def starting() -> list[str]:
+            return [j for j in jobs if platform.active[j].status == "starting"]
+
+        with platform.lock:
+            schedule(platform, time.time(), round_due=True, max_starting=2)
+            schedule(platform, time.time(), round_due=True, max_starting=2)
+        assert starting() == jobs[:2]  # in queue order; the other three wait with GPUs free
+        platform.dirty.clear()
+        platform.run_started(jobs[0], pid=7, node_id="n" * 40)
+        assert platform.dirty.is_set()  # a pass is due
+        with platform.lock:
+            schedule(platform, time.time(), round_due=True, max_starting=2)
+        assert starting() == [jobs[1], jobs[2]]

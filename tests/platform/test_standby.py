@@ -156,6 +156,8 @@ def test_the_standby_takes_over_a_killed_leaders_running_jobs(
     lb = f"http://127.0.0.1:{balancer[0]}"
     scraped = Client(lb, admin).http.get("/metrics").text  # through the balancer: b answers
     assert "rlguard_control_epoch 2.0" in scraped.splitlines()
+    passes = dict(s.rsplit(" ", 1) for s in scraped.splitlines() if not s.startswith("#"))
+    assert float(passes["rlguard_scheduling_pass_seconds_count"]) > 0  # the new leader's
     for job_id in jobs:
         assert _evals(client, job_id) == list(range(1, EVALS + 1))  # each stored once, none lost
     for job_id, runs in before.items():

@@ -36,6 +36,9 @@ def serve(
     port: Annotated[int, typer.Option(min=1, max=65535)] = 8321,
     data_dir: DataDir = DEFAULT_DATA_DIR,
     grace_s: Annotated[float, typer.Option(min=0, help="stop grace before SIGKILL")] = 30.0,
+    max_starting: Annotated[
+        int, typer.Option(min=1, help="runs starting at once; the queue's next jobs wait")
+    ] = 16,
     mount: Annotated[
         list[str] | None,
         typer.Option(help="[TENANT/]NAME=PATH:ro, read-only in jobs' view (repeatable)"),
@@ -178,6 +181,7 @@ def serve(
         host=host,
         port=port,
         grace_s=grace_s,
+        max_starting=max_starting,
         mounts=tuple(mounts),
         models=tuple(models.values()),
         single_tenant=single_tenant,

@@ -20,6 +20,7 @@ from sqlalchemy import select
 from rlguard.platform import states
 from rlguard.platform.db import Tenant
 from rlguard.platform.fairshare import admit
+from rlguard.platform.metrics import pass_seconds
 from rlguard.platform.service import Platform
 
 log = logging.getLogger(__name__)
@@ -28,7 +29,15 @@ CAPACITY_EVERY_S = 1.0
 """How often the loop asks Ray which nodes are alive (one call to its control store)."""
 
 
-def schedule(platform: Platform, now: float, round_due: bool) -> None:
+MAX_STARTING = 16
+"""Runs starting at once (launched, their Ray worker not yet running them): the queue's next jobs
+wait for one of them to start. A burst of 300 launches on a 2-core host had Ray start every
+worker at once (10x its own start-up concurrency) and none ran within 120 s."""
+
+
+def schedule(
+    platform: Platform, now: float, round_due: bool, max_starting: int = MAX_STARTING
+) -> None:
     """One pass; the caller holds `platform.lock`."""
     active = platform.active
     queued = [a for a in active.values() if a.status == states.QUEUED]
@@ -73,10 +82,14 @@ def schedule(platform: Platform, now: float, round_due: bool) -> None:
     gpus, running = gpus[: len(ordered)], running[: len(ordered)]
     for i in np.flatnonzero(running & ~admitted).tolist():
         platform.preempt(ordered[i])  # its GPUs free up once it has checkpointed and exited
+    starting = sum(a.status == states.STARTING for a in active.values())
     for i in np.flatnonzero(admitted & ~running).tolist():
+        if starting >= max_starting:
+            break  # the next pass after one of them starts launches more
         if gpus[i] <= free:
             platform.launch(ordered[i])
             free -= int(gpus[i])
+            starting += 1
         elif not scheduler.backfill:
             break  # GPUs of preempted jobs not yet free: the jobs behind it wait too
 
@@ -85,15 +98,18 @@ class SchedulerLoop(threading.Thread):
     """Runs passes until `stop()`: at once when the platform is marked dirty, and at the
     policy's rounds (`tick_s`) for round-based policies."""
 
-    def __init__(self, platform: Platform, poll_s: float = 0.2) -> None:
+    def __init__(
+        self, platform: Platform, poll_s: float = 0.2, max_starting: int = MAX_STARTING
+    ) -> None:
         super().__init__(name="rlguard-scheduler", daemon=True)
         self.platform = platform
-        self.poll_s = poll_s
+        self.poll_s, self.max_starting = poll_s, max_starting
         self._stopped = threading.Event()
         tick = platform.rules.scheduler.tick_s
         self._tick = tick
         self._next_round = time.time() + tick if tick else None
         self._next_capacity = 0.0
+        self.pass_seconds = pass_seconds()  # for GET /metrics
 
     def stop(self) -> None:
         self._stopped.set()
@@ -111,14 +127,14 @@ class SchedulerLoop(threading.Thread):
                 round_due, self._next_round = True, now + self._tick
             try:
                 platform.store.confirm_lead()
-                with platform.lock:
+                with platform.lock, self.pass_seconds.time():
                     if now >= self._next_capacity:
                         platform.refresh_capacity()
                         self._next_capacity = now + CAPACITY_EVERY_S
                     platform.collect()
                     platform.enforce_budgets(now)
                     platform.enforce_grace(now)
-                    schedule(platform, time.time(), round_due)
+                    schedule(platform, time.time(), round_due, self.max_starting)
             except Exception:  # a failed pass is logged and retried, never the loop's end
                 log.exception("scheduling pass failed")
                 time.sleep(1.0)

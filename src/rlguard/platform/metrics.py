@@ -27,6 +27,21 @@ if TYPE_CHECKING:
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
 
+PASS_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+
+def pass_seconds() -> Histogram:
+    """The scheduling loop's passes, as Kueue's `admission_attempt_duration_seconds`: collecting
+    ended runs, budgets and grace, the policy's order, admission, and starting the launches and
+    preemptions it decided (Ray creates the actors after the pass)."""
+    return Histogram(
+        "rlguard_scheduling_pass_seconds",
+        "One scheduling pass of the leading server, from collecting ended runs to its launches",
+        buckets=PASS_BUCKETS,
+        registry=None,
+    )
+
+
 class EvalCounts:
     """The eval reports this server answered: by outcome, with their latency from arrival to
     answer (queued, stored and decided in one commit), and the decisions they carried."""

@@ -39,7 +39,7 @@ from rlguard.platform.jobenv import Software
 from rlguard.platform.jobview import Defaults, JobViews
 from rlguard.platform.lease import RENEW_S, TTL_S, Lease, LeaseKeeper
 from rlguard.platform.log_format import configure_logging
-from rlguard.platform.loop import SchedulerLoop
+from rlguard.platform.loop import MAX_STARTING, SchedulerLoop
 from rlguard.platform.mounts import Mount
 from rlguard.platform.ray_head import local_head, stop_local_head, temp_dir
 from rlguard.platform.recovery import recover
@@ -79,6 +79,7 @@ class ServeConfig:
     software: Software = field(default_factory=Software)  # what tenants ship (jobenv.py)
     log_format: str = "text"  # or json: one object per line (log_format.py)
     public_url: str | None = None  # where jobs reach the platform: a load balancer's [url]
+    max_starting: int = MAX_STARTING  # runs starting at once; the queue's next ones wait
 
     @property
     def storage_uri(self) -> str:
@@ -128,7 +129,7 @@ def start_platform(
     )
     counts = recover(platform)
     log.info("recovered %s", json.dumps(counts))
-    loop = SchedulerLoop(platform)
+    loop = SchedulerLoop(platform, max_starting=cfg.max_starting)
     ingest = EvalIngest(Reports(platform, JobWrites(cfg.writes)))
     loop.start()
     ingest.start()
@@ -208,8 +209,10 @@ class Leadership:
         if self.lease is not None:
             self.store.fence, self.store.epoch = self.lease.fence, self.lease.epoch
         started = start_platform(self.cfg, self.store)
-        platform, _, ingest, deposits = started
-        self.switch.app = create_app(platform, ingest, deposits)
+        platform, loop, ingest, deposits = started
+        app = create_app(platform, ingest, deposits)
+        app.state.metrics.register(loop.pass_seconds)
+        self.switch.app = app
         self.started = started  # healthy as the leader once its API answers
         # What the server has built so far (Ray, torch, SQLAlchemy, the app) lives as long as
         # it does: out of the collector's sight, a full collection no longer walks it. Measured

@@ -579,6 +579,7 @@ class Platform:
             run.running_at, run.pid, run.node_id = now, pid, node_id
             job.started_at = job.started_at or now
             job.disk = disk
+            self.dirty.set()  # a launch held back while runs were starting may go now
             if job.status == states.STARTING:
                 reason = f"on node {node_id[:12]}"
                 if restored is not None:
