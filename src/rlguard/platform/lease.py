@@ -105,6 +105,9 @@ class Lease:
             if not self.believed():
                 self.lose(f"the store was not reached to renew the lease of epoch {self.epoch}")
             return
+        took = time.monotonic() - began
+        if took > RENEW_S:  # the host or the store is slow: the lease is at risk
+            log.warning("control lease renewal took %.1f s (it holds %.0f s)", took, TTL_S)
         if renewed == self.epoch:
             self._believed_until = began + TTL_S - MARGIN_S
         else:
