@@ -159,7 +159,11 @@ def _job_views(
     )
     on_last = (Event.job_id == last.c.job_id) & (Event.seq == last.c.seq)
     latest = {e.job_id: e.data for e in s.scalars(select(Event).join(last, on_last))}
-    positions = {j: a.queue_position for j, a in platform.active.items()}
+    # Only this page's jobs, each looked up once: the scheduler and submissions change `active`
+    # meanwhile (iterating it raised "dictionary changed size" under load), and it may hold
+    # 10,000 queued jobs.
+    held = {j.id: platform.active.get(j.id) for j in jobs}
+    positions = {job_id: a.queue_position for job_id, a in held.items() if a is not None}
     return [
         job_view(
             j,

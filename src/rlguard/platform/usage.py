@@ -25,7 +25,7 @@ def usage_view(s: Session, platform: Platform, tenant: Tenant) -> dict[str, Any]
     gpu_seconds = sum(j.gpu_seconds for j in jobs) + sum(g * (now - t) for t, g in running)
     in_use = sum(
         a.gpus
-        for a in platform.active.values()
+        for a in list(platform.active.values())  # one copy: submissions change it meanwhile
         if a.tenant_id == tenant.id and a.status in states.ON_GPUS
     )
     return {
