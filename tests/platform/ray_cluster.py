@@ -35,6 +35,7 @@ class RayCluster:
     port: int = field(default_factory=unused_port)
     nodes: dict[str, subprocess.Popen] = field(default_factory=dict)
     jobs_roots: dict[str, Path] = field(default_factory=dict)  # a worker's own, by its name
+    nice: int = 0  # its processes' niceness: >0 leaves the host's CPU to a server beside it
 
     @property
     def address(self) -> str:
@@ -52,7 +53,8 @@ class RayCluster:
 
     def _start(self, name: str, *args: str, env: dict[str, str] | None = None) -> None:
         # Short temp dirs: Ray's socket paths live under them.
-        command = [RAY, "start", "--block", "--node-ip-address=127.0.0.1", *args]
+        command = ["nice", "-n", str(self.nice), RAY, "start", "--block"]
+        command += ["--node-ip-address=127.0.0.1", *args]
         command += ["--disable-usage-stats", f"--temp-dir={self.root / name}"]
         with (self.root / f"{name}.log").open("ab") as log:
             self.nodes[name] = subprocess.Popen(
