@@ -47,7 +47,8 @@ def replay_decisions(
     job: dict[str, Any], events: Iterable[dict[str, Any]], kinds: frozenset[str] | None = None
 ) -> dict[int, tuple[bool, str]]:
     """What a fresh rule of the job's stop policy decides at each of its eval events (the API's
-    job and event objects), by event seq, on a platform judging `kinds` (None: every kind): the
+    job and event objects), by event seq, on a platform judging `kinds` (None: every kind), up to
+    its first stop (an eval the job sent while it was being stopped is stored, not decided): the
     platform's own decisions must equal these."""
     policy = job["stop_policy"]
     knobs = {k: v for k, v in policy.items() if k in RuleParams.model_fields}
@@ -69,4 +70,6 @@ def replay_decisions(
             kinds,
         )
         decided[event["seq"]] = (decision.stop, decision.reason)
+        if decision.stop and not policy.get("shadow"):
+            break  # the job began stopping: the platform decides none of its later evals
     return decided
