@@ -1,9 +1,9 @@
 """POST /v1/jobs/{id}/evals past FastAPI's router: the request every running job sends over and
 over, and the one a cloud of jobs makes the server's bottleneck.
 
-Measured on these 2 cores, an app with one FastAPI route answers about 2,300 small POSTs/s and a
-bare ASGI app 11,000 (benchmarks/bench_platform.py's ingestion shows what the whole path does).
-The FastAPI route is kept: this middleware answers only a well-formed eval without a checkpoint
+On these 2 cores an app of one FastAPI route answered about 2,300 small POSTs/s under wrk and a
+bare ASGI app 11,000 (by hand; benchmarks/bench_platform.py measures the whole path). The FastAPI
+route is kept: this middleware answers only a well-formed eval without a checkpoint
 (the common report) from a caller with a Bearer token, and hands every other request, the body
 it read replayed, to the app, which answers it as it always has (a validation error, a missing
 key, an eval with a checkpoint to upload). It sits inside `BodyLimit`, so the body it reads is
